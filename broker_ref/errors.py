@@ -1,0 +1,30 @@
+"""The reference broker's errors: one root, each a one-line message for stderr.
+
+    BrokerError               anything the node reports and exits on (status 2)
+    ├── ConfigError           the config file is missing, not JSON, or has a bad key or value
+    ├── StartupError          a port is taken or the data directory is in use
+    └── StoreError            the on-disk log cannot be opened or is not a log
+
+A misbehaving client is never an exception: the node closes its link or
+connection with an AMQP error condition.
+"""
+
+from __future__ import annotations
+
+__all__ = ["BrokerError", "ConfigError", "StartupError", "StoreError"]
+
+
+class BrokerError(Exception):
+    """The root of every error the node raises on purpose."""
+
+
+class ConfigError(BrokerError):
+    """The node's config file cannot be used; the message names the file and the key."""
+
+
+class StartupError(BrokerError):
+    """The node cannot start: a port is taken or its data directory is locked."""
+
+
+class StoreError(BrokerError):
+    """The on-disk log cannot be opened, locked or written."""

@@ -1,0 +1,217 @@
+"""The node's append-only on-disk log: every durable change, in transaction-id order.
+
+The log is one file, `store.log` in the data directory: an 8-byte magic, then
+frames as `records` defines them. Appends go to a memory buffer; `sync` writes
+the buffer and fsyncs it, and only then are the appended records durable. On
+open, the log is read back; a torn or corrupt tail (a crash mid-write, garbage
+after the last frame) is cut off at the end of the last complete frame, which
+is never lost. A lock file keeps two nodes off one data directory.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from broker_ref.errors import StoreError
+from broker_ref.records import (
+    FRAME_HEADER_SIZE,
+    MAX_PAYLOAD_SIZE,
+    Record,
+    decode_payload,
+    encode_frame,
+    read_frame_header,
+)
+
+__all__ = ["LOG_FILE_NAME", "MAGIC", "LogStore", "Recovery", "TornTail"]
+
+MAGIC = b"BRLOG\x00\x01\n"
+LOG_FILE_NAME = "store.log"
+_LOCK_FILE_NAME = "store.lock"
+
+
+@dataclass(frozen=True)
+class TornTail:
+    """The part of the log that recovery cut off: where, how much, and why."""
+
+    offset: int
+    dropped_bytes: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class Recovery:
+    """What `LogStore.open` read back: every complete record, and the tail it dropped."""
+
+    records: tuple[Record, ...]
+    torn_tail: TornTail | None
+
+
+class LogStore:
+    """An open log: append records with rising transaction ids, then `sync` to make them durable.
+
+    Used from one thread (the reactor's); `durable_txid` may be read from any thread.
+    """
+
+    def __init__(self, path: Path, fd: int, lock_fd: int, last_txid: int) -> None:
+        self.path = path
+        self._fd = fd
+        self._lock_fd = lock_fd
+        self._buffer = bytearray()
+        self._last_txid = last_txid
+        self.durable_txid = last_txid
+
+    @classmethod
+    def open(cls, data_dir: Path) -> tuple[LogStore, Recovery]:
+        """Lock `data_dir`, read its log back (cutting a torn tail), and open it for appends."""
+        try:
+            data_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot create data_dir {data_dir}: {exc.strerror}") from exc
+        lock_fd = _lock(data_dir / _LOCK_FILE_NAME)
+        try:
+            path = data_dir / LOG_FILE_NAME
+            recovery = _recover(path)
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        except BaseException:
+            os.close(lock_fd)
+            raise
+        last = recovery.records[-1].txid if recovery.records else 0
+        return cls(path, fd, lock_fd, last), recovery
+
+    @property
+    def next_txid(self) -> int:
+        """The transaction id the next appended record must carry."""
+        return self._last_txid + 1
+
+    @property
+    def last_txid(self) -> int:
+        """The highest transaction id appended, durable or not."""
+        return self._last_txid
+
+    @property
+    def has_unsynced(self) -> bool:
+        return self._last_txid != self.durable_txid
+
+    def append(self, record: Record) -> None:
+        """Add `record` to the log; it is durable after the next `sync`."""
+        if record.txid <= self._last_txid:
+            raise StoreError(f"txid {record.txid} does not follow {self._last_txid}")
+        self._buffer += encode_frame(record)
+        self._last_txid = record.txid
+
+    def sync(self) -> int:
+        """Write and fsync everything appended; return the highest durable transaction id.
+
+        On a write error (a full disk) the bytes not yet written stay buffered, so a later
+        `sync` continues the log exactly where the failed one stopped.
+        """
+        if self._last_txid == self.durable_txid:
+            return self.durable_txid
+        try:
+            while self._buffer:
+                written = os.write(self._fd, self._buffer)
+                del self._buffer[:written]
+            os.fdatasync(self._fd)
+        except OSError as exc:
+            raise StoreError(f"cannot write {self.path}: {exc.strerror}") from exc
+        self.durable_txid = self._last_txid
+        return self.durable_txid
+
+    def close(self) -> None:
+        """Sync what is left, close the log and release the data directory."""
+        try:
+            self.sync()
+        finally:
+            os.close(self._fd)
+            os.close(self._lock_fd)
+
+
+def _lock(path: Path) -> int:
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        os.close(fd)
+        raise StoreError(f"data_dir {path.parent} is in use by another node") from exc
+    return fd
+
+
+def _recover(path: Path) -> Recovery:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        data = b""
+    except OSError as exc:
+        raise StoreError(f"cannot read {path}: {exc.strerror}") from exc
+    if len(data) < len(MAGIC):
+        if not MAGIC.startswith(data):
+            raise StoreError(f"{path} is not a broker_ref log")
+        _create(path)
+        torn = TornTail(0, len(data), "log header cut short") if data else None
+        return Recovery((), torn)
+    if not data.startswith(MAGIC):
+        raise StoreError(f"{path} is not a broker_ref log (bad magic)")
+    records, end, reason = _scan(memoryview(data))
+    if reason is None:
+        return Recovery(tuple(records), None)
+    _truncate(path, end)
+    return Recovery(tuple(records), TornTail(end, len(data) - end, reason))
+
+
+def _scan(data: memoryview) -> tuple[list[Record], int, str | None]:
+    """Every complete record from the start, the offset after the last, and why it stopped."""
+    records: list[Record] = []
+    size = len(data)
+    offset = len(MAGIC)
+    last_txid = 0
+    while offset < size:
+        if size - offset < FRAME_HEADER_SIZE:
+            return records, offset, "frame header cut short"
+        length, crc = read_frame_header(data, offset)
+        start = offset + FRAME_HEADER_SIZE
+        if length > MAX_PAYLOAD_SIZE or start + length > size:
+            return records, offset, "frame runs past the end of the file"
+        payload = data[start : start + length]
+        if zlib.crc32(payload) != crc:
+            return records, offset, "CRC mismatch"
+        try:
+            record = decode_payload(payload)
+        except ValueError as exc:
+            return records, offset, f"malformed record: {exc}"
+        if record.txid <= last_txid:
+            return records, offset, f"txid {record.txid} does not follow {last_txid}"
+        records.append(record)
+        last_txid = record.txid
+        offset = start + length
+    return records, offset, None
+
+
+def _create(path: Path) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.write(fd, MAGIC)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    _fsync_dir(path.parent)
+
+
+def _truncate(path: Path, size: int) -> None:
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        os.ftruncate(fd, size)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

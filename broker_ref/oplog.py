@@ -1,0 +1,78 @@
+"""The operational log: one flushed line per event on stdout, as Broker-J writes it.
+
+    2026-11-21T16:00:00.123Z INFO [n1] MST-1001 : Created
+
+The lab parses each line with `^(\\S+) (\\w+) \\[(\\S+)\\] ([A-Z]+-\\d{4}) : (.*)$`.
+Codes are Broker-J's where Broker-J has one; `REF-` codes are this broker's own.
+"""
+
+from __future__ import annotations
+
+import enum
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import TextIO
+
+__all__ = ["Code", "OperationalLog", "format_line", "utc_now"]
+
+
+class Code(enum.StrEnum):
+    """The operational log messages this node writes."""
+
+    BROKER_STARTING = "BRK-1002"
+    BROKER_READY = "BRK-1004"
+    BROKER_STOPPED = "BRK-1005"
+    STORE_CREATED = "MST-1001"
+    STORE_LOCATION = "MST-1002"
+    STORE_CLOSED = "MST-1003"
+    RECOVERY_START = "MST-1004"
+    RECOVERED_MESSAGES = "MST-1005"
+    RECOVERY_COMPLETE = "MST-1006"
+    CONNECTION_OPEN = "CON-1001"
+    CONNECTION_CLOSE = "CON-1002"
+    ROLE_CHANGE = "HA-1010"
+    LOG_TAIL_TRUNCATED = "REF-1001"
+    STORE_WRITE_FAILED = "REF-1002"
+    STORE_WRITES_RESUMED = "REF-1003"
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def format_line(when: datetime, level: str, node: str, code: str, text: str) -> str:
+    """One operational log line, without the newline."""
+    stamp = when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    millis = when.microsecond // 1000
+    flat = " ".join(text.splitlines())
+    return f"{stamp}.{millis:03d}Z {level} [{node}] {code} : {flat}"
+
+
+class OperationalLog:
+    """Writes operational log lines for one node; safe to use from any thread."""
+
+    def __init__(self, node: str, out: TextIO, clock: Callable[[], datetime] = utc_now) -> None:
+        self._node = node
+        self._out = out
+        self._clock = clock
+        self._lock = threading.Lock()
+
+    def info(self, code: Code, text: str) -> None:
+        self._write("INFO", code, text)
+
+    def warn(self, code: Code, text: str) -> None:
+        self._write("WARN", code, text)
+
+    def error(self, code: Code, text: str) -> None:
+        self._write("ERROR", code, text)
+
+    def _write(self, level: str, code: Code, text: str) -> None:
+        line = format_line(self._clock(), level, self._node, code.value, text)
+        with self._lock:
+            try:
+                self._out.write(line + "\n")
+                self._out.flush()
+            except (OSError, ValueError):
+                # A closed stdout (the lab went away) must not stop the broker.
+                pass

@@ -1,0 +1,151 @@
+"""The in-memory queues: committed messages waiting, handed out, and given back.
+
+A queue hands messages out lowest sequence number first. A message handed out
+is unacked until its consumer settles it: `acknowledge` (accepted or rejected,
+it leaves the queue) or `give_back` (released, or its link dropped: it goes
+back in front of everything not yet handed out, in sequence order).
+
+Only the reactor thread changes queues. The management thread reads them
+through `QueueBook.stats`, which takes the book's lock for the set of queues
+and reads each queue's counters (single attribute reads, atomic in CPython).
+"""
+
+from __future__ import annotations
+
+import heapq
+import threading
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from broker_ref.records import Declare, Dequeue, Enqueue, Record
+
+__all__ = ["Queue", "QueueBook", "QueueStats", "QueuedMessage"]
+
+
+@dataclass(frozen=True, slots=True)
+class QueuedMessage:
+    """A committed message: its place in its queue and its encoded AMQP bytes."""
+
+    seq: int
+    body: bytes
+
+
+@dataclass(frozen=True)
+class QueueStats:
+    """What the management API shows for one queue."""
+
+    depth: int
+    unacked: int
+
+
+class Queue:
+    """One durable queue."""
+
+    def __init__(self, name: str, next_seq: int = 1) -> None:
+        self.name = name
+        self._next_seq = next_seq
+        self._ready: deque[QueuedMessage] = deque()
+        self._returned: list[tuple[int, QueuedMessage]] = []
+        self._unacked = 0
+
+    def allocate_seq(self) -> int:
+        """The sequence number for the next message staged for this queue."""
+        seq = self._next_seq
+        self._next_seq += 1
+        return seq
+
+    def push(self, message: QueuedMessage) -> None:
+        """Add a committed message at the back."""
+        self._ready.append(message)
+
+    def take(self) -> QueuedMessage | None:
+        """Hand out the first waiting message, or None if nothing waits."""
+        if self._returned:
+            message = heapq.heappop(self._returned)[1]
+        elif self._ready:
+            message = self._ready.popleft()
+        else:
+            return None
+        self._unacked += 1
+        return message
+
+    def acknowledge(self, message: QueuedMessage) -> None:
+        """A handed-out message was settled for good; it has left the queue."""
+        self._unacked -= 1
+
+    def give_back(self, message: QueuedMessage) -> None:
+        """A handed-out message was not consumed; it waits again, in front."""
+        self._unacked -= 1
+        heapq.heappush(self._returned, (message.seq, message))
+
+    @property
+    def has_waiting(self) -> bool:
+        return bool(self._returned) or bool(self._ready)
+
+    @property
+    def depth(self) -> int:
+        """Messages waiting to be handed out."""
+        return len(self._returned) + len(self._ready)
+
+    @property
+    def unacked(self) -> int:
+        """Messages handed out and not yet settled."""
+        return self._unacked
+
+    def stats(self) -> QueueStats:
+        return QueueStats(depth=self.depth, unacked=self._unacked)
+
+    def waiting(self) -> list[QueuedMessage]:
+        """The waiting messages in the order they would be handed out (for tests and tools)."""
+        return [m for _, m in sorted(self._returned)] + list(self._ready)
+
+
+class QueueBook:
+    """All queues of one node, by name."""
+
+    def __init__(self) -> None:
+        self._queues: dict[str, Queue] = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def recover(cls, records: Iterable[Record]) -> QueueBook:
+        """Rebuild the queues from the log: declared queues and the messages not dequeued."""
+        live: dict[str, dict[int, bytes]] = {}
+        next_seq: dict[str, int] = {}
+        for record in records:
+            if isinstance(record, Enqueue):
+                live.setdefault(record.queue, {})[record.seq] = record.body
+                next_seq[record.queue] = max(next_seq.get(record.queue, 1), record.seq + 1)
+            elif isinstance(record, Dequeue):
+                live.get(record.queue, {}).pop(record.seq, None)
+            elif isinstance(record, Declare):
+                live.setdefault(record.queue, {})
+        book = cls()
+        for name, messages in live.items():
+            queue = Queue(name, next_seq.get(name, 1))
+            for seq in sorted(messages):
+                queue.push(QueuedMessage(seq, messages[seq]))
+            book._queues[name] = queue
+        return book
+
+    def get(self, name: str) -> Queue | None:
+        return self._queues.get(name)
+
+    def add(self, name: str) -> Queue:
+        """Create the queue `name`; the caller records its DECLARE."""
+        queue = Queue(name)
+        with self._lock:
+            self._queues[name] = queue
+        return queue
+
+    @property
+    def message_count(self) -> int:
+        """Messages waiting or unacked, over all queues."""
+        return sum(q.depth + q.unacked for q in self._queues.values())
+
+    def stats(self) -> dict[str, QueueStats]:
+        """Depth and unacked per queue; safe to call from any thread."""
+        with self._lock:
+            queues = list(self._queues.values())
+        return {q.name: q.stats() for q in queues}

@@ -1,0 +1,122 @@
+"""The durable changes a node makes, and their binary framing on disk.
+
+Each record carries a transaction id: a number that rises by one with every
+durable change, like BDB JE's VLSN. The HA step ships these same frames to
+replicas, and elections compare the highest id each node holds.
+
+A frame is `length:u32 crc32:u32 payload`, big-endian, where the CRC covers
+the payload and the payload is `kind:u8 txid:u64 name_len:u16 name` followed by
+`seq:u64` for ENQUEUE and DEQUEUE, and then, for ENQUEUE only, the encoded
+AMQP message to the end of the payload.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from dataclasses import dataclass
+
+from broker_ref.errors import StoreError
+
+__all__ = [
+    "FRAME_HEADER_SIZE",
+    "MAX_PAYLOAD_SIZE",
+    "Declare",
+    "Dequeue",
+    "Enqueue",
+    "Record",
+    "decode_payload",
+    "encode_frame",
+    "read_frame_header",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Declare:
+    """A durable queue was declared."""
+
+    txid: int
+    queue: str
+
+
+@dataclass(frozen=True, slots=True)
+class Enqueue:
+    """A message was put on a queue; `body` is the message exactly as the producer sent it."""
+
+    txid: int
+    queue: str
+    seq: int
+    body: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Dequeue:
+    """A message left a queue: a consumer accepted or rejected it."""
+
+    txid: int
+    queue: str
+    seq: int
+
+
+Record = Declare | Enqueue | Dequeue
+
+FRAME_HEADER_SIZE = 8
+MAX_PAYLOAD_SIZE = 64 * 1024 * 1024
+
+_DECLARE, _ENQUEUE, _DEQUEUE = 1, 2, 3
+_FRAME_HEADER = struct.Struct(">II")
+_RECORD_HEADER = struct.Struct(">BQH")
+_SEQ = struct.Struct(">Q")
+
+
+def encode_frame(record: Record) -> bytes:
+    """The bytes that go on disk (and on the replication stream) for `record`."""
+    name = record.queue.encode("utf-8")
+    if isinstance(record, Enqueue):
+        payload = b"".join(
+            (
+                _RECORD_HEADER.pack(_ENQUEUE, record.txid, len(name)),
+                name,
+                _SEQ.pack(record.seq),
+                record.body,
+            )
+        )
+    elif isinstance(record, Dequeue):
+        payload = _RECORD_HEADER.pack(_DEQUEUE, record.txid, len(name)) + name
+        payload += _SEQ.pack(record.seq)
+    else:
+        payload = _RECORD_HEADER.pack(_DECLARE, record.txid, len(name)) + name
+    if len(payload) > MAX_PAYLOAD_SIZE:
+        raise StoreError(f"record of {len(payload)} bytes is larger than {MAX_PAYLOAD_SIZE}")
+    return _FRAME_HEADER.pack(len(payload), zlib.crc32(payload)) + payload
+
+
+def read_frame_header(data: bytes | memoryview, offset: int) -> tuple[int, int]:
+    """The (payload length, CRC32) of the frame starting at `offset`."""
+    length, crc = _FRAME_HEADER.unpack_from(data, offset)
+    return int(length), int(crc)
+
+
+def decode_payload(payload: bytes | memoryview) -> Record:
+    """The record in a payload whose CRC already checked; raise ValueError if malformed."""
+    try:
+        kind, txid, name_len = _RECORD_HEADER.unpack_from(payload, 0)
+        start = _RECORD_HEADER.size
+        name = bytes(payload[start : start + name_len]).decode("utf-8")
+        if len(name.encode("utf-8")) != name_len:
+            raise ValueError("queue name cut short")
+        rest = start + name_len
+        if kind == _DECLARE:
+            if rest != len(payload):
+                raise ValueError("trailing bytes after DECLARE")
+            return Declare(txid, name)
+        (seq,) = _SEQ.unpack_from(payload, rest)
+        if kind == _ENQUEUE:
+            return Enqueue(txid, name, seq, bytes(payload[rest + _SEQ.size :]))
+        if kind == _DEQUEUE:
+            if rest + _SEQ.size != len(payload):
+                raise ValueError("trailing bytes after DEQUEUE")
+            return Dequeue(txid, name, seq)
+    except (struct.error, UnicodeDecodeError) as exc:
+        raise ValueError(str(exc)) from exc
+    raise ValueError(f"unknown record kind {kind}")

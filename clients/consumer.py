@@ -1,0 +1,220 @@
+"""The consumer worker: receives from one queue through a failover list and records each
+message as `receive ok` (formats.md section 2) before accepting it.
+
+    python -m clients.consumer --process c1 --urls amqp://127.0.0.1:P1,amqp://127.0.0.1:P2
+        --nodes n1,n2 --queue lab --run-start-ns N [--prefetch CREDIT] [--drain-timeout S]
+        [--heartbeat S]
+
+Credit is --prefetch, topped up when half is used. `redelivered` is true when the message's
+delivery-count is above 0. After a reconnect consumption goes on.
+
+`drain` on stdin: `drain invoke`, then rounds of AMQP link drain (credit granted with the
+drain flag; a round ends when the broker has used or returned all credit). The first round
+in which no message arrives confirms the queue empty: `drain ok`, exit 0. Not confirmed
+within --drain-timeout: `drain info` with the reason, exit 0. `stop` on stdin: exit 0
+without draining.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import cast
+
+from proton import Delivery, Link, Message, Receiver
+from proton.reactor import Container
+
+from clients.worker_io import (
+    ConnectionOptions,
+    FailoverLink,
+    OpWriter,
+    add_connection_arguments,
+    call_later,
+    connection_options,
+    run_worker,
+    stderr_log,
+)
+
+__all__ = ["Consumer", "ConsumerConfig", "main", "parse_args"]
+
+
+@dataclass(frozen=True)
+class ConsumerConfig:
+    connection: ConnectionOptions
+    prefetch: int
+    drain_timeout_s: float
+
+
+def parse_args(argv: Sequence[str] | None = None) -> ConsumerConfig:
+    """The consumer's command line; a bad value exits with status 2 and a message."""
+    parser = argparse.ArgumentParser(
+        prog="python -m clients.consumer",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_connection_arguments(parser)
+    parser.add_argument("--prefetch", type=int, default=100, help="link credit")
+    parser.add_argument("--drain-timeout", type=float, default=30.0, help="seconds, after drain")
+    args = parser.parse_args(argv)
+    if args.prefetch < 1:
+        parser.error("--prefetch must be at least 1")
+    if args.drain_timeout < 0:
+        parser.error("--drain-timeout cannot be negative")
+    return ConsumerConfig(
+        connection=connection_options(args, parser),
+        prefetch=args.prefetch,
+        drain_timeout_s=args.drain_timeout,
+    )
+
+
+def message_id_text(message_id: object) -> str | None:
+    """A received message's id as the history's `value`."""
+    if message_id is None or isinstance(message_id, str):
+        return message_id
+    if isinstance(message_id, bytes):
+        return message_id.decode("utf-8", "replace")
+    return str(message_id)
+
+
+class Consumer:
+    """Receives through a `FailoverLink`; drains on command."""
+
+    def __init__(
+        self,
+        config: ConsumerConfig,
+        writer: OpWriter,
+        container: Container,
+        log: Callable[[str], None],
+    ) -> None:
+        self._config = config
+        self._writer = writer
+        self._container = container
+        self._log = log
+        self._prefetch = config.prefetch
+        self._low_water = config.prefetch // 2
+        self._message = Message()
+        self._failover = FailoverLink(container, config.connection, "receiver", self, log)
+        self._link: Receiver | None = None
+        self._node: str | None = None
+        self._finished = False
+        self._draining = False
+        self._round_open = False
+        self._round_messages = 0
+
+    def start(self) -> None:
+        self._failover.start()
+
+    def on_command(self, command: str) -> None:
+        if command == "drain":
+            self._drain()
+        elif command == "stop":
+            self._finish()
+        else:
+            self._log(f"ignoring the command {command!r}")
+
+    def link_ready(self, link: Link, node: str) -> None:
+        receiver = cast(Receiver, link)
+        self._link = receiver
+        self._node = node
+        if self._draining:
+            self._drain_round()
+        else:
+            receiver.flow(self._prefetch)
+
+    def link_flow(self, link: Link) -> None:
+        if self._draining:
+            self._check_drain()
+
+    def link_lost(self, node: str, reason: str) -> None:
+        self._link = None
+        self._round_open = False
+
+    def delivery(self, delivery: Delivery) -> None:
+        if delivery.partial or self._finished:
+            return
+        link = self._link
+        if link is None:
+            return
+        if delivery.aborted:
+            delivery.settle()
+            return
+        if not delivery.readable:
+            return
+        data = link.recv(delivery.pending)
+        link.advance()
+        if data is None:
+            return
+        message = self._message
+        message.decode(data)
+        self._writer.write(
+            "ok",
+            "receive",
+            message_id_text(message.id),
+            node=self._node,
+            redelivered=message.delivery_count > 0,
+        )
+        delivery.update(Delivery.ACCEPTED)
+        delivery.settle()
+        if self._draining:
+            self._round_messages += 1
+            self._check_drain()
+        elif link.credit <= self._low_water:
+            link.flow(self._prefetch - link.credit)
+
+    def _drain(self) -> None:
+        if self._draining or self._finished:
+            return
+        self._draining = True
+        self._writer.write("invoke", "drain", None, node=self._node)
+        call_later(self._container, self._config.drain_timeout_s, self._drain_expired)
+        if self._link is not None:
+            self._drain_round()
+
+    def _drain_round(self) -> None:
+        link = self._link
+        if link is None:
+            return
+        self._round_open = True
+        self._round_messages = 0
+        link.drain(max(0, self._prefetch - link.credit))
+
+    def _check_drain(self) -> None:
+        link = self._link
+        if link is None or not self._round_open or self._finished or link.draining():
+            return
+        if self._round_messages == 0 and link.queued == 0:
+            self._writer.write("ok", "drain", None, node=self._node)
+            self._finish()
+        else:
+            self._drain_round()
+
+    def _drain_expired(self) -> None:
+        if self._finished:
+            return
+        timeout = self._config.drain_timeout_s
+        if self._link is None:
+            reason = f"no link to the queue; not drained within {timeout:g} s"
+        else:
+            reason = f"queue not confirmed empty within {timeout:g} s"
+        self._writer.write("info", "drain", None, node=self._node, error=reason)
+        self._finish()
+
+    def _finish(self) -> None:
+        if self._finished:
+            return
+        self._finished = True
+        self._failover.close(self._container.stop)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    config = parse_args(argv)
+    process = config.connection.process
+    writer = OpWriter(process, config.connection.run_start_ns, sys.stdout)
+    container = Container()
+    return run_worker(container, Consumer(config, writer, container, stderr_log(process)))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

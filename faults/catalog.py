@@ -1,0 +1,21 @@
+"""Every fault kind the lab knows, by name."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from faults.base import Fault
+from faults.process_faults import Kill, Pause
+from faults.proxy_faults import TOXIC_FAULTS, Cut
+from lab.errors import UsageError
+
+__all__ = ["FAULTS", "fault_for"]
+
+FAULTS: Mapping[str, Fault] = {f.kind: f for f in (Kill(), Pause(), Cut(), *TOXIC_FAULTS)}
+
+
+def fault_for(kind: str) -> Fault:
+    try:
+        return FAULTS[kind]
+    except KeyError:
+        raise UsageError(f"unknown fault {kind!r} (known: {', '.join(sorted(FAULTS))})") from None

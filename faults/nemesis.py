@@ -1,0 +1,174 @@
+"""Applies a schedule to a cluster; every heal is registered before its fault is applied.
+
+with Nemesis(cluster, events=..., log=...) as nemesis:
+    nemesis.run(schedule, started_at=..., keep_going=...)
+# leaving the block heals whatever is still applied, also on Ctrl-C or an exception
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+from faults.base import Fault
+from faults.catalog import FAULTS
+from faults.ops import FaultOp
+from lab.errors import LabError
+from lab.events import Events, NoEvents
+
+__all__ = ["HealStack", "Nemesis"]
+
+
+@dataclass(frozen=True)
+class _Heal:
+    op: FaultOp
+    run: Callable[[], None]
+
+
+class HealStack:
+    """Heals of applied faults, newest last; `heal_all` runs them newest first."""
+
+    def __init__(self) -> None:
+        self._heals: list[_Heal] = []
+
+    def push(self, op: FaultOp, heal: Callable[[], None]) -> None:
+        self._heals.append(_Heal(op, heal))
+
+    def pending(self) -> tuple[FaultOp, ...]:
+        return tuple(h.op for h in self._heals)
+
+    def pop(self, fault_id: str) -> _Heal | None:
+        for i in range(len(self._heals) - 1, -1, -1):
+            if self._heals[i].op.id == fault_id:
+                return self._heals.pop(i)
+        return None
+
+    def pop_newest(self) -> _Heal | None:
+        return self._heals.pop() if self._heals else None
+
+
+class Nemesis:
+    """Runs fault operations at their planned times and heals everything at the end."""
+
+    def __init__(
+        self,
+        cluster: object,
+        *,
+        faults: Mapping[str, Fault] = FAULTS,
+        events: Events | None = None,
+        log: Callable[[dict[str, Any]], None] | None = None,
+        clock_ns: Callable[[], int] = time.monotonic_ns,
+        on_change: Callable[[str, FaultOp], None] | None = None,
+    ) -> None:
+        self.cluster = cluster
+        self.faults = faults
+        self.events: Events = events or NoEvents()
+        self._log = log or (lambda entry: None)
+        self._clock_ns = clock_ns
+        self._on_change = on_change or (lambda what, op: None)
+        self.heals = HealStack()
+        self.applied = 0
+        self.healed = 0
+
+    def __enter__(self) -> Nemesis:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.heal_all()
+
+    def _record(self, op: FaultOp, ok: bool, error: str | None = None) -> None:
+        entry: dict[str, Any] = {"phase": "applied", **op.to_json(), "time": self._clock_ns()}
+        entry["ok"] = ok
+        if error is not None:
+            entry["error"] = error
+        self._log(entry)
+
+    def start(self, op: FaultOp) -> None:
+        fault = self.faults[op.fault]
+        # The heal goes on the stack first: if apply half-works or raises, it still runs.
+        self.heals.push(op, lambda: fault.heal(self.cluster, op))
+        self.events.emit(
+            "fault.start", None, id=op.id, fault=op.fault, target=op.target, params=dict(op.params)
+        )
+        try:
+            fault.apply(self.cluster, op)
+        except LabError as exc:
+            self._record(op, False, str(exc))
+            raise
+        self.applied += 1
+        self._record(op, True)
+        self._on_change("applied", op)
+
+    def stop(self, op: FaultOp) -> None:
+        heal = self.heals.pop(op.id)
+        if heal is None:
+            self._record(op, False, "not applied")
+            return
+        self._run_heal(heal.op, heal.run, stop_op=op)
+
+    def _run_heal(self, start_op: FaultOp, run: Callable[[], None], stop_op: FaultOp) -> None:
+        try:
+            run()
+        except Exception as exc:
+            self._record(stop_op, False, str(exc))
+            self.events.emit(
+                "fault.end", None, id=start_op.id, fault=start_op.fault, error=str(exc)
+            )
+            raise
+        self.healed += 1
+        self._record(stop_op, True)
+        self.events.emit(
+            "fault.end", None, id=start_op.id, fault=start_op.fault, target=start_op.target
+        )
+        self._on_change("healed", start_op)
+
+    def apply(self, op: FaultOp) -> None:
+        if op.action == "start":
+            self.start(op)
+        else:
+            self.stop(op)
+
+    def run(
+        self,
+        schedule: tuple[FaultOp, ...],
+        *,
+        started_at_ns: int,
+        keep_going: Callable[[], bool] = lambda: True,
+        tick: Callable[[], None] = lambda: None,
+    ) -> None:
+        """Apply each operation when its time comes (seconds after `started_at_ns`)."""
+        for op in sorted(schedule, key=lambda o: o.at_s):
+            due = started_at_ns + int(op.at_s * 1e9)
+            while self._clock_ns() < due:
+                if not keep_going():
+                    return
+                tick()
+                time.sleep(min(0.05, max(0.0, (due - self._clock_ns()) / 1e9)))
+            self.apply(op)
+
+    def heal_all(self) -> None:
+        """Heal every fault still applied, newest first; tries every heal even if one fails."""
+        errors: list[str] = []
+        while (heal := self.heals.pop_newest()) is not None:
+            stop = FaultOp(
+                at_s=heal.op.at_s,
+                action="stop",
+                fault=heal.op.fault,
+                target=heal.op.target,
+                id=heal.op.id,
+                params=heal.op.params,
+            )
+            try:
+                self._run_heal(heal.op, heal.run, stop_op=stop)
+            except Exception as exc:  # every other heal must still run
+                errors.append(f"{heal.op.id} ({heal.op.fault} {heal.op.target}): {exc}")
+        if errors:
+            raise LabError("some heals failed: " + "; ".join(errors))

@@ -1,0 +1,57 @@
+"""Fault operations as data: what a schedule says, before anything runs.
+
+A planned fault is two operations sharing an id: `start` applies it, `stop`
+heals it. Schedules are tuples of these, computed by a pure function of the
+spec and a seeded `random.Random`, and written to the run folder first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = ["Action", "FaultOp", "ops_from_json"]
+
+Action = Literal["start", "stop"]
+ParamValue = int | float | str | bool
+
+
+@dataclass(frozen=True)
+class FaultOp:
+    """One planned step: at `at_s` seconds after the workload starts, start or stop a fault."""
+
+    at_s: float
+    action: Action
+    fault: str
+    target: str
+    id: str
+    params: Mapping[str, ParamValue] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "at_s": round(self.at_s, 3),
+            "action": self.action,
+            "fault": self.fault,
+            "target": self.target,
+            "params": dict(self.params),
+        }
+
+    @staticmethod
+    def from_json(raw: Mapping[str, Any]) -> FaultOp:
+        action = raw["action"]
+        if action not in ("start", "stop"):
+            raise ValueError(f"action must be start or stop, not {action!r}")
+        return FaultOp(
+            at_s=float(raw["at_s"]),
+            action=action,
+            fault=str(raw["fault"]),
+            target=str(raw["target"]),
+            id=str(raw["id"]),
+            params=dict(raw.get("params") or {}),
+        )
+
+
+def ops_from_json(raw: list[Mapping[str, Any]]) -> tuple[FaultOp, ...]:
+    return tuple(sorted((FaultOp.from_json(r) for r in raw), key=lambda op: op.at_s))

@@ -1,0 +1,71 @@
+"""Faults on a link's Toxiproxy proxy: cut it, or add a toxic (latency, bandwidth, …)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from faults.base import as_proxied
+from faults.ops import FaultOp
+from lab.errors import UsageError
+
+__all__ = ["TOXIC_FAULTS", "Cut", "Toxic"]
+
+
+class Cut:
+    """Disable the proxy: open connections drop and new ones are refused."""
+
+    kind = "cut"
+
+    def apply(self, cluster: object, op: FaultOp) -> None:
+        proxied = as_proxied(cluster, self.kind)
+        proxied.proxy_client().set_enabled(proxied.require_link(op.target), False)
+
+    def heal(self, cluster: object, op: FaultOp) -> None:
+        proxied = as_proxied(cluster, self.kind)
+        proxied.proxy_client().set_enabled(proxied.require_link(op.target), True)
+
+
+@dataclass(frozen=True)
+class Toxic:
+    """A Toxiproxy toxic on a link, in one direction or both.
+
+    `attributes` maps the fault's parameter names to the toxic's attributes and
+    gives their defaults.
+    """
+
+    kind: str
+    toxic_type: str
+    attributes: tuple[tuple[str, str, int], ...]  # (param name, toxic attribute, default)
+
+    def _streams(self, op: FaultOp) -> tuple[str, ...]:
+        stream = str(op.params.get("stream", "both"))
+        if stream == "both":
+            return ("downstream", "upstream")
+        if stream in ("downstream", "upstream"):
+            return (stream,)
+        raise UsageError(f"fault {op.id}: stream must be both, upstream or downstream")
+
+    def apply(self, cluster: object, op: FaultOp) -> None:
+        proxied = as_proxied(cluster, self.kind)
+        link = proxied.require_link(op.target)
+        attrs = {
+            attr: int(op.params.get(param, default)) for param, attr, default in self.attributes
+        }
+        for stream in self._streams(op):
+            proxied.proxy_client().add_toxic(
+                link, f"{op.id}_{stream}", self.toxic_type, stream, attrs
+            )
+
+    def heal(self, cluster: object, op: FaultOp) -> None:
+        proxied = as_proxied(cluster, self.kind)
+        link = proxied.require_link(op.target)
+        for stream in ("downstream", "upstream"):
+            proxied.proxy_client().remove_toxic(link, f"{op.id}_{stream}")
+
+
+TOXIC_FAULTS = (
+    Toxic("latency", "latency", (("latency_ms", "latency", 500), ("jitter_ms", "jitter", 100))),
+    Toxic("bandwidth", "bandwidth", (("rate_kbs", "rate", 10),)),
+    Toxic("timeout", "timeout", (("timeout_ms", "timeout", 0),)),
+    Toxic("reset_peer", "reset_peer", (("timeout_ms", "timeout", 0),)),
+)

@@ -1,0 +1,23 @@
+"""Every benchmark by name."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from lab.bench import checker, startup, throughput
+from lab.bench._base import Benchmark
+from lab.errors import UsageError
+
+__all__ = ["BENCHMARKS", "benchmark_named"]
+
+BENCHMARKS: Mapping[str, Benchmark] = {
+    b.name: b for b in (checker.BENCHMARK, startup.BENCHMARK, throughput.BENCHMARK)
+}
+
+
+def benchmark_named(name: str) -> Benchmark:
+    try:
+        return BENCHMARKS[name]
+    except KeyError:
+        known = ", ".join(sorted(BENCHMARKS))
+        raise UsageError(f"unknown benchmark {name!r} (known: {known}; see `lab bench`)") from None

@@ -1,0 +1,218 @@
+"""The `lab` command: run, replay, list, check, up, down, bench.
+
+Exit status: 0 success (a run's prediction held, a history valid), 1 a prediction
+broken or a history invalid, 3 a history whose validity is unknown, 2 bad usage or
+input that cannot be read — always with a one-line message on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NoReturn
+
+from lab import __version__
+from lab.errors import LabError, UsageError
+
+__all__ = ["main"]
+
+DEFAULT_RUNS_DIR = Path("runs")
+DEFAULT_STATE_DIR = Path(".lab")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line and exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"lab: error: {message} (see `lab {self._sub_name()}--help`)\n")
+
+    def _sub_name(self) -> str:
+        parts = self.prog.split()[1:]
+        return " ".join(parts) + " " if parts else ""
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="lab", description="A chaos lab for highly available message brokers.")
+    parser.add_argument("--version", action="version", version=f"lab {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    run = sub.add_parser("run", help="run a scenario into a new run folder")
+    run.add_argument("scenario")
+    run.add_argument("--seed", help="the run's seed (default: a random one, printed)")
+    run.add_argument("--backend", default="process", help="process (default)")
+    run.add_argument("--target", default="broker_ref", help="broker_ref (default)")
+    run.add_argument("--runs-dir", type=Path, default=DEFAULT_RUNS_DIR)
+
+    replay = sub.add_parser("replay", help="run a recorded spec and schedule again")
+    replay.add_argument("run_dir", type=Path)
+    replay.add_argument("--runs-dir", type=Path, help="default: the runs folder it came from")
+
+    sub.add_parser("list", help="list the scenarios")
+
+    check = sub.add_parser("check", help="check a history (or a run folder) for lost messages")
+    check.add_argument("path", type=Path)
+    check.add_argument("--json", action="store_true", help="print the result as one JSON object")
+
+    up = sub.add_parser("up", help="start a cluster behind Toxiproxy and leave it running")
+    up.add_argument("--nodes", type=int, default=1)
+    up.add_argument("--backend", default="process")
+    up.add_argument("--target", default="broker_ref")
+    up.add_argument(
+        "--toxiproxy-port", type=int, help="the Toxiproxy API port (default: a free one)"
+    )
+    up.add_argument("--state-dir", type=Path, default=DEFAULT_STATE_DIR)
+
+    down = sub.add_parser("down", help="stop the cluster `lab up` started")
+    down.add_argument("--state-dir", type=Path, default=DEFAULT_STATE_DIR)
+
+    bench = sub.add_parser("bench", help="run a benchmark (no name: list them)")
+    bench.add_argument("name", nargs="?")
+    return parser
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from lab.spec import parse_seed
+    from scenarios.catalog import scenario_named
+
+    scenario = scenario_named(args.scenario)
+    seed = parse_seed(args.seed) if args.seed is not None else int.from_bytes(os.urandom(4), "big")
+    spec = scenario.spec(seed, backend=args.backend, target=args.target)
+    return _execute(spec, args.runs_dir)
+
+
+def _cmd_replay(args: argparse.Namespace) -> int:
+    from lab.runstore import RunFolder
+    from lab.spec import RunSpec
+
+    source = RunFolder.open_existing(args.run_dir)
+    spec = RunSpec.from_json(source.read_spec(), source.spec)
+    runs_dir = args.runs_dir or source.path.parent.parent
+    return _execute(spec, runs_dir)
+
+
+def _execute(spec: object, runs_dir: Path) -> int:
+    from lab.backends import make_cluster  # noqa: F401  (fail early on a bad backend below)
+    from lab.progress import progress_for
+    from lab.runner import reproduce_command, run_scenario
+    from lab.spec import BACKENDS, TARGETS, RunSpec
+    from scenarios.catalog import scenario_named
+
+    assert isinstance(spec, RunSpec)
+    if spec.backend not in BACKENDS:
+        raise UsageError(f"unknown backend {spec.backend!r} (known: {', '.join(BACKENDS)})")
+    if spec.target not in TARGETS:
+        raise UsageError(f"unknown target {spec.target!r} (known: {', '.join(TARGETS)})")
+    scenario = scenario_named(spec.scenario)
+    print(f"lab: running {spec.scenario} with seed {spec.seed}", file=sys.stderr)
+    outcome = run_scenario(spec, scenario, runs_dir, progress=progress_for(sys.stderr))
+    print(outcome.folder.path)
+    print(outcome.summary)
+    if not outcome.verdict.held:
+        print(f"reproduce: {reproduce_command(outcome.folder)}")
+        return 1
+    return 0
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    from scenarios.catalog import SCENARIOS
+
+    width = max(len(name) for name in SCENARIOS)
+    for name, scenario in sorted(SCENARIOS.items()):
+        print(f"{name:<{width}}  {scenario.summary}")
+    return 0
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    from clients.checker import check_path
+
+    result = check_path(args.path)
+    if args.json:
+        print(json.dumps(result.to_json()))
+    else:
+        r = result
+        print(
+            f"valid={json.dumps(r.valid)} attempted={r.attempted} acknowledged={r.acknowledged} "
+            f"failed={r.failed} indeterminate={r.indeterminate} received={r.received} "
+            f"lost={r.lost.count} unexpected={r.unexpected.count} "
+            f"resurrected={r.resurrected.count} recovered={r.recovered.count} "
+            f"duplicated={r.duplicated.count} duplicate_deliveries={r.duplicate_deliveries}"
+        )
+        for name in ("lost", "unexpected", "resurrected"):
+            ids = getattr(r, name).ids
+            if ids:
+                shown = ", ".join(ids[:10]) + (" …" if len(ids) > 10 else "")
+                print(f"{name}: {shown}")
+    if result.valid is True:
+        return 0
+    return 3 if result.valid == "unknown" else 1
+
+
+def _cmd_up(args: argparse.Namespace) -> int:
+    from lab.updown import cluster_up
+
+    if args.nodes < 1:
+        raise UsageError("--nodes must be at least 1")
+    described = cluster_up(
+        args.state_dir,
+        nodes=args.nodes,
+        backend=args.backend,
+        target=args.target,
+        toxiproxy_port=args.toxiproxy_port,
+    )
+    print(json.dumps(described))
+    return 0
+
+
+def _cmd_down(args: argparse.Namespace) -> int:
+    from lab.updown import cluster_down
+
+    stopped = cluster_down(args.state_dir)
+    print(
+        f"lab: stopped {', '.join(stopped)}" if stopped else "lab: no cluster is up",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    from lab.bench.registry import BENCHMARKS, benchmark_named
+
+    if args.name is None:
+        for name, bench in sorted(BENCHMARKS.items()):
+            print(f"{name:<12}  {bench.description}")
+        return 0
+    bench = benchmark_named(args.name)
+    figure = bench.run(lambda text: print(text, file=sys.stderr, flush=True))
+    print(figure)
+    return 0
+
+
+_COMMANDS = {
+    "run": _cmd_run,
+    "replay": _cmd_replay,
+    "list": _cmd_list,
+    "check": _cmd_check,
+    "up": _cmd_up,
+    "down": _cmd_down,
+    "bench": _cmd_bench,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _build_parser().parse_args(argv)
+    try:
+        return _COMMANDS[args.command](args)
+    except LabError as exc:
+        print(f"lab: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("lab: interrupted; every fault was healed and every process stopped", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,145 @@
+"""Per-run figures from the history and the events: availability, failover, masters over time."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+__all__ = ["RunMetrics", "masters_over_time", "read_events", "run_metrics"]
+
+NS = 1_000_000_000
+
+
+@dataclass(frozen=True)
+class Window:
+    start_s: float
+    end_s: float
+
+    @property
+    def seconds(self) -> float:
+        return round(self.end_s - self.start_s, 3)
+
+
+@dataclass(frozen=True)
+class RunMetrics:
+    operations: int
+    acknowledged_sends: int
+    received: int
+    workload_s: float
+    acknowledged_per_s: float
+    unavailability_threshold_s: float
+    unavailable_windows: tuple[Window, ...]
+    unavailable_total_s: float
+    unavailable_longest_s: float
+    failover_s: tuple[float | None, ...]  # per fault, seconds to the next acknowledged send
+    masters: tuple[tuple[float, str, str], ...]  # (time s, node, role) for every role change
+    two_masters_seen: bool
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["unavailable_windows"] = [
+            {"start_s": w.start_s, "end_s": w.end_s, "seconds": w.seconds}
+            for w in self.unavailable_windows
+        ]
+        out["masters"] = [{"time_s": t, "node": n, "role": r} for t, n, r in self.masters]
+        return out
+
+
+def read_events(path: Path) -> list[dict[str, Any]]:
+    """events.jsonl as dicts; a torn last line is skipped."""
+    found: list[dict[str, Any]] = []
+    if not path.is_file():
+        return found
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(obj, dict):
+            found.append(obj)
+    return found
+
+
+def _gaps(times_s: list[float], start_s: float, end_s: float, threshold_s: float) -> list[Window]:
+    edges = [start_s, *times_s, end_s]
+    return [Window(round(a, 3), round(b, 3)) for a, b in pairwise(edges) if b - a > threshold_s]
+
+
+def masters_over_time(events: Iterable[Mapping[str, Any]]) -> tuple[tuple[float, str, str], ...]:
+    return tuple(
+        (round(int(e["time"]) / NS, 3), str(e.get("node")), str(e.get("role")))
+        for e in events
+        if e.get("kind") == "node.role"
+    )
+
+
+def _two_masters(events: Iterable[Mapping[str, Any]]) -> bool:
+    """True if two nodes were MASTER at the same time (by role changes and node deaths)."""
+    current: set[str] = set()
+    for e in sorted(events, key=lambda e: int(e.get("time", 0))):
+        node = e.get("node")
+        kind = e.get("kind")
+        if kind == "node.role" and node:
+            if e.get("role") == "MASTER":
+                current.add(node)
+                if len(current) > 1:
+                    return True
+            else:
+                current.discard(node)
+        elif kind in ("node.kill", "node.stop") and node:
+            current.discard(node)
+    return False
+
+
+def run_metrics(
+    history: pa.Table,
+    events: list[dict[str, Any]],
+    *,
+    threshold_s: float = 1.0,
+) -> RunMetrics:
+    phases = {
+        e.get("phase"): int(e["time"]) / NS for e in events if e.get("kind") == "workload.phase"
+    }
+    sends_ok = history.filter(
+        pc.and_(pc.equal(history["f"], "send"), pc.equal(history["type"], "ok"))
+    )
+    ok_times = sorted(t / NS for t in sends_ok["time"].to_pylist())
+    received = int(
+        pc.sum(
+            pc.and_(pc.equal(history["f"], "receive"), pc.equal(history["type"], "ok")).cast(
+                pa.int64()
+            )
+        ).as_py()
+        or 0
+    )
+    start_s = phases.get("load", ok_times[0] if ok_times else 0.0)
+    end_s = phases.get("heal", ok_times[-1] if ok_times else start_s)
+    in_load = [t for t in ok_times if start_s <= t <= end_s]
+    windows = _gaps(in_load, start_s, end_s, threshold_s)
+    fault_starts = [int(e["time"]) / NS for e in events if e.get("kind") == "fault.start"]
+    failover: list[float | None] = []
+    for started in fault_starts:
+        after = next((t for t in ok_times if t > started), None)
+        failover.append(None if after is None else round(after - started, 3))
+    workload_s = max(0.0, end_s - start_s)
+    return RunMetrics(
+        operations=history.num_rows,
+        acknowledged_sends=len(ok_times),
+        received=received,
+        workload_s=round(workload_s, 3),
+        acknowledged_per_s=round(len(in_load) / workload_s, 1) if workload_s else 0.0,
+        unavailability_threshold_s=threshold_s,
+        unavailable_windows=tuple(windows),
+        unavailable_total_s=round(sum(w.seconds for w in windows), 3),
+        unavailable_longest_s=max((w.seconds for w in windows), default=0.0),
+        failover_s=tuple(failover),
+        masters=masters_over_time(events),
+        two_masters_seen=_two_masters(events),
+    )

@@ -1,0 +1,123 @@
+"""`lab up` and `lab down`: a cluster that outlives the command, recorded in a state file."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+from lab.backends import make_cluster
+from lab.errors import ClusterError, InputError, UsageError
+from lab.runstore import write_json
+from lab.spec import Durability, Topology
+
+__all__ = ["cluster_down", "cluster_up"]
+
+STATE_FILE = "cluster.json"
+
+
+def _state_path(state_dir: Path) -> Path:
+    return state_dir / STATE_FILE
+
+
+def cluster_up(
+    state_dir: Path,
+    *,
+    nodes: int,
+    backend: str,
+    target: str,
+    toxiproxy_port: int | None,
+    timeout_s: float = 30.0,
+) -> dict[str, Any]:
+    """Start a cluster detached from this process; return what `lab up` prints."""
+    state = _state_path(state_dir)
+    if state.exists():
+        raise UsageError(f"a cluster is already up (see {state}); run `lab down` first")
+    work_dir = state_dir / "cluster"
+    work_dir.mkdir(parents=True, exist_ok=True)
+    cluster = make_cluster(
+        backend,
+        target,
+        Topology(nodes=nodes),
+        Durability(),
+        work_dir,
+        detached=True,
+        toxiproxy_port=toxiproxy_port,
+    )
+    cluster.start(timeout_s=timeout_s)
+    described = cluster.describe()
+    write_json(
+        state,
+        {
+            **described,
+            "backend": backend,
+            "target": target,
+            "work_dir": str(work_dir),
+            "toxiproxy_api": f"http://127.0.0.1:{cluster.proxy_client().port}",
+            "links": sorted(cluster.proxies),
+            "pids": cluster.pids(),
+        },
+    )
+    return described
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _ours(pid: int, work_dir: str, name: str) -> bool:
+    """Only signal a process whose command line shows it is the one we started."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return False
+    return work_dir in cmdline or (name == "toxiproxy" and "toxiproxy-server" in cmdline)
+
+
+def cluster_down(state_dir: Path, timeout_s: float = 5.0) -> list[str]:
+    """Stop what `lab up` started; return the names stopped. No state file: nothing to do."""
+    state = _state_path(state_dir)
+    if not state.exists():
+        return []
+    try:
+        recorded = json.loads(state.read_text(encoding="utf-8"))
+        pids = {str(k): int(v) for k, v in recorded["pids"].items()}
+        work_dir = str(recorded["work_dir"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise InputError(f"{state}: cannot read the cluster state: {exc}") from exc
+    stopped: list[str] = []
+    for name, pid in pids.items():
+        if _alive(pid) and _ours(pid, work_dir, name):
+            os.kill(pid, signal.SIGCONT)
+            os.kill(pid, signal.SIGTERM)
+            stopped.append(name)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and any(
+        _alive(pids[n]) and _ours(pids[n], work_dir, n) for n in stopped
+    ):
+        time.sleep(0.05)
+    for name in stopped:
+        pid = pids[name]
+        if _alive(pid) and _ours(pid, work_dir, name):
+            os.kill(pid, signal.SIGKILL)
+    for name in stopped:
+        _reap(pids[name])
+    if any(_alive(pids[n]) and _ours(pids[n], work_dir, n) for n in stopped):
+        raise ClusterError("some processes of the cluster would not stop")
+    state.unlink()
+    return stopped
+
+
+def _reap(pid: int) -> None:
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
