@@ -12,8 +12,17 @@ accepted or rejected → the message leaves the queue (DEQUEUE); released or
 modified → it waits again; unsettled when the link or connection goes → it
 waits again, marked redelivered. Only a MASTER serves clients.
 
-While the log cannot be written (a full disk), producers get no new credit and
-their staged transfers stay unsettled; the commit is retried every second.
+While the log cannot be written (a full disk), each batch is refused: the log is
+cut back to what it held before the batch, and its producers' transfers are
+rejected with amqp:resource-limit-exceeded, never acknowledged and then lost.
+Every new batch tries the disk again, so service resumes when space returns.
+
+In a group, a committed transfer is settled only once the replicas the
+durability policy asks for have acknowledged it (`acked_through`); if they do
+not within `insufficient_replicas_timeout_s`, the producer's link is closed with
+an error, so its outcome is unknown to the client, never a silent success. A
+replica applies its master's records (`apply`), and a rejoining node discards
+what its master never had (`rollback`).
 
 This is a plain proton `Handler` rather than a `MessagingHandler`: it reads a
 transfer's bytes and stores them without decoding, and sends stored bytes as
@@ -22,7 +31,10 @@ they are; a message is decoded only to mark a redelivery.
 
 from __future__ import annotations
 
+import contextlib
 import sys
+import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -31,11 +43,12 @@ from proton import Condition, Connection, Delivery, Endpoint, Event, Handler, Li
 from proton.reactor import Container
 
 from broker_ref.commit import GroupCommit
+from broker_ref.durability import SyncPolicy
 from broker_ref.errors import StoreError
 from broker_ref.message_codec import mark_redelivered
 from broker_ref.oplog import Code, OperationalLog
 from broker_ref.queues import Queue, QueueBook, QueuedMessage
-from broker_ref.records import Declare, Dequeue, Enqueue
+from broker_ref.records import Declare, Dequeue, Enqueue, Record, decode_payload
 from broker_ref.roles import Role, RoleTracker
 
 if TYPE_CHECKING:
@@ -46,7 +59,8 @@ __all__ = ["AmqpServer"]
 PRODUCER_CREDIT = 500
 MAX_MESSAGE_BYTES = 32 * 1024 * 1024
 MAX_ADDRESS_BYTES = 255
-STORE_RETRY_S = 1.0
+FLUSH_INTERVAL_S = 0.5
+ACK_CHECK_S = 0.25
 SHUTDOWN_GRACE_S = 1.0
 FORCED = "amqp:connection:forced"
 _OUTCOMES = (Delivery.ACCEPTED, Delivery.REJECTED, Delivery.RELEASED, Delivery.MODIFIED)
@@ -85,6 +99,10 @@ class AmqpServer(Handler):
         roles: RoleTracker,
         oplog: OperationalLog,
         shutdown_requested: Callable[[], bool],
+        acks_needed: Callable[[], int] = lambda: 0,
+        on_committed: Callable[[], None] = lambda: None,
+        replica_sync: SyncPolicy = SyncPolicy.NO_SYNC,
+        insufficient_replicas_timeout_s: float = 5.0,
     ) -> None:
         self._node = node
         self._idle_timeout_s = idle_timeout_s
@@ -100,13 +118,49 @@ class AmqpServer(Handler):
         self._consumers: dict[Link, _Consumer] = {}
         self._consumers_by_queue: dict[str, list[_Consumer]] = {}
         self._store_failing = False
-        self._retry_scheduled = False
         self._closing = False
+        self._acks_needed = acks_needed
+        self._on_committed = on_committed
+        self._replica_sync = replica_sync
+        self._ack_timeout_s = insufficient_replicas_timeout_s
+        # committed records waiting for replica acknowledgements: (txid, record, waiter, since)
+        self._awaiting: deque[tuple[int, Record, Delivery | None, float]] = deque()
+        self._ack_timeouts = 0
+        self._suspended = False
+        self._held: list[tuple[Link, Delivery, bytes]] = []
+        self._timers_started = False
+
+    @property
+    def queues(self) -> QueueBook:
+        return self._queues
+
+    def wire_group(self, acks_needed: Callable[[], int], on_committed: Callable[[], None]) -> None:
+        """Connect the commit path to the node's group (made after this server)."""
+        self._acks_needed = acks_needed
+        self._on_committed = on_committed
+
+    def start_timers(self) -> None:
+        """Periodic work: write out what NO_SYNC keeps, fail commits whose acks never came."""
+        if not self._timers_started:
+            self._timers_started = True
+            self._schedule(FLUSH_INTERVAL_S, self._flush_tick)
+            self._schedule(ACK_CHECK_S, self._ack_tick)
+
+    def _flush_tick(self) -> None:
+        with contextlib.suppress(StoreError):  # reported by the commit path, retried there
+            self._commit.flush()
+        if not self._closing:
+            self._schedule(FLUSH_INTERVAL_S, self._flush_tick)
+
+    def _ack_tick(self) -> None:
+        self._fail_late_commits()
+        if not self._closing:
+            self._schedule(ACK_CHECK_S, self._ack_tick)
 
     # ---- lifecycle -------------------------------------------------------------------------
 
     def on_reactor_quiesced(self, event: Event) -> None:
-        if self._commit.pending and not self._retry_scheduled:
+        if self._commit.pending:
             self._commit_staged()
         if not self._closing and self._shutdown_requested():
             self._begin_shutdown()
@@ -149,7 +203,7 @@ class AmqpServer(Handler):
         connection = _connection(event)
         if connection.state & Endpoint.LOCAL_UNINIT == 0:
             return
-        if self._roles.current is not Role.MASTER or self._closing:
+        if self._roles.current is not Role.MASTER or self._closing or self._suspended:
             connection.condition = Condition(FORCED, "not the master")
             connection.open()
             connection.close()
@@ -273,12 +327,12 @@ class AmqpServer(Handler):
         queue = self._queues.get(name)
         if queue is None:
             queue = self._queues.add(name)
-            self._stage(Declare(self._commit.next_txid, name), None)
+            self._stage(Declare(self._commit.next_txid, name, self._commit.term), None)
         return queue
 
     def _stage(self, record: Declare | Enqueue | Dequeue, waiter: Delivery | None) -> None:
         self._commit.stage(record, waiter)
-        if not self._commit.coalescing and not self._retry_scheduled:
+        if not self._commit.coalescing:
             self._commit_staged()
 
     def _commit_staged(self) -> None:
@@ -286,24 +340,37 @@ class AmqpServer(Handler):
         try:
             committed = self._commit.commit()
         except StoreError as exc:
-            if not self._store_failing:
-                self._oplog.error(Code.STORE_WRITE_FAILED, f"Store write failed : {exc}")
-            self._store_failing = True
-            if not self._retry_scheduled:
-                self._retry_scheduled = True
-                self._schedule(STORE_RETRY_S, self._retry_commit)
+            self._refuse_staged(exc)
             return
         if self._store_failing:
             self._store_failing = False
             self._oplog.info(Code.STORE_WRITES_RESUMED, "Store writes resumed")
-            for link in self._producers:
-                if link.credit < PRODUCER_CREDIT:
-                    link.flow(PRODUCER_CREDIT - link.credit)
+        if not committed:
+            return
+        self._on_committed()
+        if self._acks_needed() == 0 and not self._awaiting:
+            self._settle(committed)
+            return
+        now = time.monotonic()
+        self._awaiting.extend((record.txid, record, waiter, now) for record, waiter in committed)
+
+    def acked_through(self, txid: int) -> None:
+        """The replicas the policy asks for hold every record up to `txid`: settle them."""
+        done: list[tuple[Record, Delivery | None]] = []
+        awaiting = self._awaiting
+        while awaiting and awaiting[0][0] <= txid:
+            _, record, waiter, _ = awaiting.popleft()
+            done.append((record, waiter))
+        if done:
+            self._settle(done)
+
+    def _settle(self, committed: list[tuple[Record, Delivery | None]]) -> None:
+        """Acknowledge the producers and make the messages visible to consumers."""
         touched: dict[str, Queue] = {}
         get_queue = self._queues.get
         accepted = Delivery.ACCEPTED
         for record, waiter in committed:
-            if waiter is not None:
+            if waiter is not None and not waiter.settled:
                 waiter.update(accepted)
                 waiter.settle()
             if type(record) is Enqueue:
@@ -314,10 +381,145 @@ class AmqpServer(Handler):
         for queue in touched.values():
             self._pump_queue(queue)
 
-    def _retry_commit(self) -> None:
-        self._retry_scheduled = False
-        if self._commit.pending:
-            self._commit_staged()
+    def _fail_late_commits(self) -> None:
+        """Acks that never came fail the commit: the producer's link closes, outcome unknown."""
+        if not self._awaiting:
+            self._ack_timeouts = 0
+            return
+        deadline = time.monotonic() - self._ack_timeout_s
+        late_links: set[Link] = set()
+        for i, (txid, record, waiter, since) in enumerate(self._awaiting):
+            if since > deadline:
+                break
+            if waiter is not None:
+                late_links.add(waiter.link)
+                self._awaiting[i] = (txid, record, None, since)
+        if not late_links:
+            return
+        self._ack_timeouts += 1
+        if self._ack_timeouts == 1:
+            self._oplog.warn(
+                Code.COMMIT_TIMED_OUT,
+                "Commit timed out waiting for replica acknowledgements"
+                f" ({self._acks_needed()} needed) after {self._ack_timeout_s:g} s",
+            )
+        for link in late_links:
+            if link.state & Endpoint.LOCAL_ACTIVE:
+                link.condition = Condition(
+                    "amqp:internal-error", "insufficient replica acknowledgements"
+                )
+                link.close()
+            self._producers.pop(link, None)
+
+    # ---- the group's requests (run in this thread through the mailbox) -------------------------
+
+    def become_master(self, term: int) -> None:
+        """Serve clients in `term`; what was held during a transfer attempt is staged now."""
+        self._commit.term = term
+        self._suspended = False
+        held, self._held = self._held, []
+        for link, delivery, body in held:
+            queue = self._producers.get(link)
+            if queue is not None:
+                self._enqueue(queue, body, delivery)
+        if self._roles.current is not Role.MASTER:
+            self._oplog.info(Code.RECOVERY_COMPLETE, "Recovery Complete")
+            self._roles.change(Role.MASTER)
+
+    def become_follower(self, role: Role) -> None:
+        """Stop serving: clients are disconnected; commits in flight get no outcome."""
+        was_master = self._roles.current is Role.MASTER
+        self._suspended = False
+        self._held = []
+        # Staged but not committed: in flight, never replicated; it fails with the connections.
+        self._commit.discard_staged()
+        waiting = [record for _, record, _, _ in self._awaiting]
+        self._awaiting.clear()
+        self._make_visible(waiting)
+        self._roles.change(role)
+        if was_master:
+            self._oplog.info(Code.STORE_PASSIVATED, "Store Passivated")
+        self.disconnect_clients("not the master")
+
+    def _make_visible(self, records: list[Record]) -> None:
+        """Committed messages whose producers get no outcome still belong to the queues."""
+        for record in records:
+            if type(record) is Enqueue:
+                queue = self._queues.get(record.queue)
+                if queue is not None:
+                    queue.push(QueuedMessage(record.seq, record.body))
+
+    def suspend(self) -> None:
+        """Transfer master, step 2: take no new work; transfers that arrive are held."""
+        self._suspended = True
+
+    def abort_suspended(self) -> None:
+        """Transfer master, step 3: abort held transfers by disconnecting their clients."""
+        self._held = []
+        self.disconnect_clients("master transfer")
+
+    def apply(self, frames: list[bytes]) -> int:
+        """A replica stores and applies its master's records; return the last txid held."""
+        store = self._commit.store
+        log = self._commit.frames
+        queues = self._queues
+        for frame in frames:
+            record = decode_payload(memoryview(frame)[8:])
+            if record.txid <= store.last_txid:
+                if log.term_at(record.txid) == record.term:
+                    continue  # already held
+                self._discard_diverged(record.txid - 1)
+                queues = self._queues
+            store.append_frame(record.txid, frame)
+            log.append(record.txid, record.term, frame)
+            queues.apply(record)
+        if self._replica_sync is SyncPolicy.SYNC:
+            store.sync()
+        elif self._replica_sync is SyncPolicy.WRITE_NO_SYNC:
+            store.write_out()
+        return store.last_txid
+
+    def _discard_diverged(self, keep_through: int) -> None:
+        """This node holds records its master never had (written as master just before it
+        stepped down): they go, as any diverged transactions do."""
+        dropped = self.rollback(keep_through)
+        if dropped:
+            self._oplog.warn(Code.TRANSACTIONS_DISCARDED, "Diverged transactions discarded")
+            self._oplog.warn(
+                Code.ROLLED_BACK,
+                f"Rolled back {dropped} transactions after txid {keep_through} to follow"
+                " the master's stream",
+            )
+
+    def rollback(self, keep_through: int) -> int:
+        """Discard every record after `keep_through`; rebuild the queues; return how many went."""
+        dropped = self._commit.store.truncate_after(keep_through)
+        self._commit.frames.truncate_after(keep_through)
+        frames = self._commit.frames.frames(1, 1 << 62) if keep_through else []
+        records = [decode_payload(memoryview(frame)[8:]) for frame in frames]
+        self._queues.replace(QueueBook.recover(records))
+        return dropped
+
+    def _refuse_staged(self, exc: StoreError) -> None:
+        """The log could not take the batch (a full disk): it is cut back to what it held
+        before, and every producer in the batch is told no: rejected, resource-limit-exceeded.
+        Nothing refused is ever delivered; the next batch tries the disk again."""
+        if not self._store_failing:
+            self._oplog.error(Code.STORE_WRITE_FAILED, f"Store write failed : {exc}")
+        self._store_failing = True
+        try:
+            refused = self._commit.discard_staged()
+        except StoreError as cut_failed:
+            print(f"cannot cut the log back: {cut_failed}", file=sys.stderr)
+            self._container.stop()
+            return
+        for _, waiter in refused:
+            if waiter is not None and not waiter.settled:
+                waiter.local.condition = Condition(
+                    "amqp:resource-limit-exceeded", "the store is full: the message was not stored"
+                )
+                waiter.update(Delivery.REJECTED)
+                waiter.settle()
 
     def _give_back(self, queue: Queue, message: QueuedMessage, redelivered: bool) -> None:
         if redelivered:
@@ -326,7 +528,8 @@ class AmqpServer(Handler):
 
     def _dequeue(self, queue: Queue, message: QueuedMessage) -> None:
         queue.acknowledge(message)
-        self._stage(Dequeue(self._commit.next_txid, queue.name, message.seq), None)
+        record = Dequeue(self._commit.next_txid, queue.name, message.seq, self._commit.term)
+        self._stage(record, None)
 
     # ---- transfers -----------------------------------------------------------------------------
 
@@ -361,9 +564,16 @@ class AmqpServer(Handler):
             delivery.settle()
             return
         credit = link.credit
-        if credit < PRODUCER_CREDIT // 2 and not self._store_failing:
+        if credit < PRODUCER_CREDIT // 2:
             link.flow(PRODUCER_CREDIT - credit)
-        record = Enqueue(self._commit.next_txid, queue.name, queue.allocate_seq(), body)
+        if self._suspended:
+            self._held.append((link, delivery, body))
+            return
+        self._enqueue(queue, body, delivery)
+
+    def _enqueue(self, queue: Queue, body: bytes, delivery: Delivery | None) -> None:
+        term = self._commit.term
+        record = Enqueue(self._commit.next_txid, queue.name, queue.allocate_seq(), body, term)
         self._stage(record, delivery)
 
     def _on_outcome(self, link: Link, delivery: Delivery) -> None:

@@ -2,21 +2,34 @@
 
     {"name": "n1", "group": "lab", "host": "127.0.0.1", "amqp_port": 5672,
      "management_port": 8080, "data_dir": "/path/to/node/data",
-     "coalescing_sync": true, "idle_timeout_s": 2.0}
+     "coalescing_sync": true, "idle_timeout_s": 2.0,
+     "replication_port": 7001, "peers": {"n2": "127.0.0.1:7102", "n3": "127.0.0.1:7103"},
+     "permitted_nodes": ["n1", "n2", "n3"], "priority": 1, "designated_primary": false,
+     "quorum_override": 0, "durability": "NO_SYNC,NO_SYNC,SIMPLE_MAJORITY",
+     "heartbeat_interval_s": 0.1, "election_timeout_s": 0.6,
+     "insufficient_replicas_timeout_s": 5.0, "rep_stream_timeout_s": 3600,
+     "management_user": "admin", "management_password": "admin"}
 
 `name`, `amqp_port`, `management_port` and `data_dir` are required; the others
-take the defaults shown. An unknown key is an error naming the key. A relative
-`data_dir` is taken relative to the config file's folder.
+take the defaults shown (no peers: a group of one). `peers` says how this node
+reaches each other node of its group (an address that may be a proxy);
+`replication_port` is where it listens for them. An unknown key is an error
+naming the key. A relative `data_dir` is taken relative to the config file's
+folder. Rules from the seeds: priority is 0..3 (Never, Normal, High, Highest);
+quorum_override is 0 (the default: a majority) up to the group's size;
+designated_primary applies only to a group of two; master sync SYNC cannot be
+combined with coalescing-sync.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from broker_ref.durability import Durability, SyncPolicy, parse_durability
 from broker_ref.errors import ConfigError
 
 __all__ = ["NodeConfig", "load_config", "parse_config"]
@@ -36,10 +49,49 @@ class NodeConfig:
     host: str = "127.0.0.1"
     coalescing_sync: bool = True
     idle_timeout_s: float = 2.0
+    replication_port: int | None = None
+    peers: tuple[tuple[str, str], ...] = ()  # (node name, "host:port") for every other node
+    permitted_nodes: tuple[str, ...] = ()
+    priority: int = 1
+    designated_primary: bool = False
+    quorum_override: int = 0
+    durability: Durability = field(default_factory=Durability)
+    heartbeat_interval_s: float = 0.1
+    election_timeout_s: float = 0.6
+    insufficient_replicas_timeout_s: float = 5.0
+    rep_stream_timeout_s: float = 3600.0
+    management_user: str = "admin"
+    management_password: str = "admin"
+
+    @property
+    def group_size(self) -> int:
+        return 1 + len(self.peers)
+
+    @property
+    def peer_names(self) -> tuple[str, ...]:
+        return tuple(name for name, _ in self.peers)
 
 
 _REQUIRED = ("name", "amqp_port", "management_port", "data_dir")
-_OPTIONAL = ("group", "host", "coalescing_sync", "idle_timeout_s")
+_OPTIONAL = (
+    "group",
+    "host",
+    "coalescing_sync",
+    "idle_timeout_s",
+    "replication_port",
+    "peers",
+    "permitted_nodes",
+    "priority",
+    "designated_primary",
+    "quorum_override",
+    "durability",
+    "heartbeat_interval_s",
+    "election_timeout_s",
+    "insufficient_replicas_timeout_s",
+    "rep_stream_timeout_s",
+    "management_user",
+    "management_password",
+)
 
 
 def load_config(path: Path) -> NodeConfig:
@@ -84,9 +136,29 @@ def parse_config(raw: Any, base_dir: Path | None = None) -> NodeConfig:
     coalescing = raw.get("coalescing_sync", defaults.coalescing_sync)
     if not isinstance(coalescing, bool):
         raise ConfigError(f"'coalescing_sync' must be true or false, got {_json_type(coalescing)}")
-    idle = raw.get("idle_timeout_s", defaults.idle_timeout_s)
-    if isinstance(idle, bool) or not isinstance(idle, int | float) or not 0 <= idle <= 3600:
-        raise ConfigError(f"'idle_timeout_s' must be a number of seconds in 0..3600, got {idle!r}")
+    idle = _seconds(raw, "idle_timeout_s", defaults.idle_timeout_s, 0, 3600)
+    peers = _peers(raw, name)
+    replication_port = _port(raw, "replication_port") if "replication_port" in raw else None
+    if peers and replication_port is None:
+        raise ConfigError("'replication_port' is required when the node has peers")
+    if replication_port is not None and replication_port in (amqp_port, management_port):
+        raise ConfigError(f"'replication_port' {replication_port} is already another port")
+    group_names = (name, *(p for p, _ in peers))
+    permitted = _permitted(raw, group_names)
+    priority = _int(raw, "priority", defaults.priority, 0, 3)
+    size = len(group_names)
+    quorum_override = _int(raw, "quorum_override", defaults.quorum_override, 0, size)
+    designated = _bool(raw, "designated_primary", defaults.designated_primary)
+    if designated and size != 2:
+        raise ConfigError(
+            f"'designated_primary' applies only to a group of two nodes (this group has {size})"
+        )
+    try:
+        durability = parse_durability(str(raw.get("durability", str(defaults.durability))))
+    except ValueError as exc:
+        raise ConfigError(f"'durability': {exc}") from None
+    if durability.master_sync is SyncPolicy.SYNC and coalescing:
+        raise ConfigError("master sync policy SYNC cannot be combined with coalescing_sync true")
     return NodeConfig(
         name=name,
         amqp_port=amqp_port,
@@ -95,8 +167,72 @@ def parse_config(raw: Any, base_dir: Path | None = None) -> NodeConfig:
         group=group,
         host=host,
         coalescing_sync=coalescing,
-        idle_timeout_s=float(idle),
+        idle_timeout_s=idle,
+        replication_port=replication_port,
+        peers=peers,
+        permitted_nodes=permitted,
+        priority=priority,
+        designated_primary=designated,
+        quorum_override=quorum_override,
+        durability=durability,
+        heartbeat_interval_s=_seconds(raw, "heartbeat_interval_s", 0.1, 0.01, 10),
+        election_timeout_s=_seconds(raw, "election_timeout_s", 0.6, 0.05, 60),
+        insufficient_replicas_timeout_s=_seconds(
+            raw, "insufficient_replicas_timeout_s", 5.0, 0.1, 3600
+        ),
+        rep_stream_timeout_s=_seconds(raw, "rep_stream_timeout_s", 3600.0, 0.1, 7 * 86400),
+        management_user=_text(raw, "management_user") if "management_user" in raw else "admin",
+        management_password=(
+            _text(raw, "management_password") if "management_password" in raw else "admin"
+        ),
     )
+
+
+def _seconds(raw: dict[str, Any], key: str, default: float, low: float, high: float) -> float:
+    value = raw.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
+        raise ConfigError(f"{key!r} must be a number of seconds in {low}..{high}, got {value!r}")
+    return float(value)
+
+
+def _int(raw: dict[str, Any], key: str, default: int, low: int, high: int) -> int:
+    value = raw.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ConfigError(f"{key!r} must be an integer in {low}..{high}, got {value!r}")
+    return value
+
+
+def _bool(raw: dict[str, Any], key: str, default: bool) -> bool:
+    value = raw.get(key, default)
+    if not isinstance(value, bool):
+        raise ConfigError(f"{key!r} must be true or false, got {_json_type(value)}")
+    return value
+
+
+def _peers(raw: dict[str, Any], name: str) -> tuple[tuple[str, str], ...]:
+    value = raw.get("peers", {})
+    if not isinstance(value, dict):
+        raise ConfigError(f"'peers' must be an object of node name to host:port, got {value!r}")
+    peers = []
+    for peer, address in sorted(value.items()):
+        if not isinstance(peer, str) or not _NAME.match(peer) or peer == name:
+            raise ConfigError(f"'peers' has a bad node name {peer!r}")
+        if not isinstance(address, str) or not re.match(r"^[^:\s]+:\d{1,5}$", address):
+            raise ConfigError(f"'peers' address of {peer!r} must be host:port, got {address!r}")
+        peers.append((peer, address))
+    if len(peers) + 1 not in (1, 2, 3, 5):
+        raise ConfigError(f"a group has 1, 2, 3 or 5 nodes, not {len(peers) + 1}")
+    return tuple(peers)
+
+
+def _permitted(raw: dict[str, Any], group_names: tuple[str, ...]) -> tuple[str, ...]:
+    value = raw.get("permitted_nodes", list(group_names))
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError("'permitted_nodes' must be a list of node names")
+    missing = [n for n in group_names if n not in value]
+    if missing:
+        raise ConfigError(f"'permitted_nodes' must include every node of the group: {missing}")
+    return tuple(value)
 
 
 def _text(raw: dict[str, Any], key: str) -> str:

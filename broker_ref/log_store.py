@@ -1,8 +1,11 @@
 """The node's append-only on-disk log: every durable change, in transaction-id order.
 
 The log is one file, `store.log` in the data directory: an 8-byte magic, then
-frames as `records` defines them. Appends go to a memory buffer; `sync` writes
-the buffer and fsyncs it, and only then are the appended records durable. On
+frames as `records` defines them. Appends go to a memory buffer; `write_out`
+hands the buffer to the OS (it survives a crash of the process, not of the
+machine); `sync` writes and fsyncs it, and only then are the records durable.
+A node that rejoins its group may have to discard its newest records
+(`truncate_after`), or all of them before a full copy from the master. On
 open, the log is read back; a torn or corrupt tail (a crash mid-write, garbage
 after the last frame) is cut off at the end of the last complete frame, which
 is never lost. A lock file keeps two nodes off one data directory.
@@ -10,6 +13,7 @@ is never lost. A lock file keeps two nodes off one data directory.
 
 from __future__ import annotations
 
+import bisect
 import fcntl
 import os
 import zlib
@@ -28,7 +32,7 @@ from broker_ref.records import (
 
 __all__ = ["LOG_FILE_NAME", "MAGIC", "LogStore", "Recovery", "TornTail"]
 
-MAGIC = b"BRLOG\x00\x01\n"
+MAGIC = b"BRLOG\x00\x02\n"
 LOG_FILE_NAME = "store.log"
 _LOCK_FILE_NAME = "store.lock"
 
@@ -48,6 +52,8 @@ class Recovery:
 
     records: tuple[Record, ...]
     torn_tail: TornTail | None
+    ends: tuple[int, ...] = ()  # the file offset just after each record
+    size: int = len(MAGIC)  # the log's size once the torn tail is cut
 
 
 class LogStore:
@@ -56,13 +62,19 @@ class LogStore:
     Used from one thread (the reactor's); `durable_txid` may be read from any thread.
     """
 
-    def __init__(self, path: Path, fd: int, lock_fd: int, last_txid: int) -> None:
+    def __init__(
+        self, path: Path, fd: int, lock_fd: int, txids: list[int], ends: list[int], size: int
+    ) -> None:
         self.path = path
         self._fd = fd
         self._lock_fd = lock_fd
         self._buffer = bytearray()
-        self._last_txid = last_txid
-        self.durable_txid = last_txid
+        self._txids = txids  # every record's txid, in order
+        self._ends = ends  # the file offset just after each record
+        self._file_size = size
+        self._last_txid = txids[-1] if txids else 0
+        self.written_txid = self._last_txid
+        self.durable_txid = self._last_txid
 
     @classmethod
     def open(cls, data_dir: Path) -> tuple[LogStore, Recovery]:
@@ -79,8 +91,8 @@ class LogStore:
         except BaseException:
             os.close(lock_fd)
             raise
-        last = recovery.records[-1].txid if recovery.records else 0
-        return cls(path, fd, lock_fd, last), recovery
+        txids = [r.txid for r in recovery.records]
+        return cls(path, fd, lock_fd, txids, list(recovery.ends), recovery.size), recovery
 
     @property
     def next_txid(self) -> int:
@@ -98,10 +110,32 @@ class LogStore:
 
     def append(self, record: Record) -> None:
         """Add `record` to the log; it is durable after the next `sync`."""
-        if record.txid <= self._last_txid:
-            raise StoreError(f"txid {record.txid} does not follow {self._last_txid}")
-        self._buffer += encode_frame(record)
-        self._last_txid = record.txid
+        self.append_frame(record.txid, encode_frame(record))
+
+    def append_frame(self, txid: int, frame: bytes) -> None:
+        """Add an already encoded record (as a replica receives it from its master)."""
+        if txid <= self._last_txid:
+            raise StoreError(f"txid {txid} does not follow {self._last_txid}")
+        self._buffer += frame
+        self._last_txid = txid
+        self._txids.append(txid)
+        self._ends.append(self._file_size + len(self._buffer))
+
+    def write_out(self) -> int:
+        """Hand everything appended to the OS without fsync; return the highest txid written."""
+        if self._buffer:
+            try:
+                self._write_buffer()
+            except OSError as exc:
+                raise StoreError(f"cannot write {self.path}: {exc.strerror}") from exc
+        self.written_txid = self._last_txid
+        return self.written_txid
+
+    def _write_buffer(self) -> None:
+        while self._buffer:
+            written = os.write(self._fd, self._buffer)
+            del self._buffer[:written]
+            self._file_size += written
 
     def sync(self) -> int:
         """Write and fsync everything appended; return the highest durable transaction id.
@@ -112,14 +146,36 @@ class LogStore:
         if self._last_txid == self.durable_txid:
             return self.durable_txid
         try:
-            while self._buffer:
-                written = os.write(self._fd, self._buffer)
-                del self._buffer[:written]
+            self._write_buffer()
             os.fdatasync(self._fd)
         except OSError as exc:
             raise StoreError(f"cannot write {self.path}: {exc.strerror}") from exc
-        self.durable_txid = self._last_txid
+        self.written_txid = self.durable_txid = self._last_txid
         return self.durable_txid
+
+    def truncate_after(self, txid: int) -> int:
+        """Discard every record after `txid` (all of them for 0); return how many went."""
+        keep = bisect.bisect_right(self._txids, txid)
+        dropped = len(self._txids) - keep
+        if dropped == 0:
+            return 0
+        end = self._ends[keep - 1] if keep else len(MAGIC)
+        if end < self._file_size:
+            self._buffer.clear()
+            try:
+                os.ftruncate(self._fd, end)
+                os.fsync(self._fd)
+            except OSError as exc:
+                raise StoreError(f"cannot truncate {self.path}: {exc.strerror}") from exc
+            self._file_size = end
+        else:
+            del self._buffer[end - self._file_size :]
+        del self._txids[keep:]
+        del self._ends[keep:]
+        self._last_txid = self._txids[-1] if self._txids else 0
+        self.written_txid = min(self.written_txid, self._last_txid)
+        self.durable_txid = min(self.durable_txid, self._last_txid)
+        return dropped
 
     def close(self) -> None:
         """Sync what is left, close the log and release the data directory."""
@@ -152,42 +208,45 @@ def _recover(path: Path) -> Recovery:
             raise StoreError(f"{path} is not a broker_ref log")
         _create(path)
         torn = TornTail(0, len(data), "log header cut short") if data else None
-        return Recovery((), torn)
+        return Recovery((), torn, (), len(MAGIC))
     if not data.startswith(MAGIC):
         raise StoreError(f"{path} is not a broker_ref log (bad magic)")
-    records, end, reason = _scan(memoryview(data))
+    records, ends, end, reason = _scan(memoryview(data))
     if reason is None:
-        return Recovery(tuple(records), None)
+        return Recovery(tuple(records), None, tuple(ends), end)
     _truncate(path, end)
-    return Recovery(tuple(records), TornTail(end, len(data) - end, reason))
+    return Recovery(tuple(records), TornTail(end, len(data) - end, reason), tuple(ends), end)
 
 
-def _scan(data: memoryview) -> tuple[list[Record], int, str | None]:
-    """Every complete record from the start, the offset after the last, and why it stopped."""
+def _scan(data: memoryview) -> tuple[list[Record], list[int], int, str | None]:
+    """Every complete record from the start with its end offset, the offset after the last,
+    and why it stopped."""
     records: list[Record] = []
+    ends: list[int] = []
     size = len(data)
     offset = len(MAGIC)
     last_txid = 0
     while offset < size:
         if size - offset < FRAME_HEADER_SIZE:
-            return records, offset, "frame header cut short"
+            return records, ends, offset, "frame header cut short"
         length, crc = read_frame_header(data, offset)
         start = offset + FRAME_HEADER_SIZE
         if length > MAX_PAYLOAD_SIZE or start + length > size:
-            return records, offset, "frame runs past the end of the file"
+            return records, ends, offset, "frame runs past the end of the file"
         payload = data[start : start + length]
         if zlib.crc32(payload) != crc:
-            return records, offset, "CRC mismatch"
+            return records, ends, offset, "CRC mismatch"
         try:
             record = decode_payload(payload)
         except ValueError as exc:
-            return records, offset, f"malformed record: {exc}"
+            return records, ends, offset, f"malformed record: {exc}"
         if record.txid <= last_txid:
-            return records, offset, f"txid {record.txid} does not follow {last_txid}"
+            return records, ends, offset, f"txid {record.txid} does not follow {last_txid}"
         records.append(record)
         last_txid = record.txid
         offset = start + length
-    return records, offset, None
+        ends.append(offset)
+    return records, ends, offset, None
 
 
 def _create(path: Path) -> None:

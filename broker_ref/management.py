@@ -1,36 +1,59 @@
 """The management HTTP API, modelled on Broker-J's REST API, served from its own thread.
 
-    GET /health                             200 {"status": "ok", "name": ..., "role": ...}
-    GET /api/latest/virtualhostnode/<name>  200 {"name", "groupName", "role",
-                                                 "lastKnownReplicationTransactionId",
-                                                 "queues": {"<queue>": {"depth", "unacked"}}}
-    anything else                           404 (or 405 for other methods), a JSON error
+    GET  /health                                  200 {"status": "ok", "name", "role"} (no auth)
+    GET  /api/latest/virtualhostnode/<name>       200 the node: role, priority, designatedPrimary,
+                                                  quorumOverride, lastKnownReplicationTransactionId,
+                                                  queues, …
+    POST /api/latest/virtualhostnode/<name>       change priority, designatedPrimary,
+         (or PUT)  {"attribute": value, …}        quorumOverride; {"role": "MASTER"} transfers
+                                                  mastership here. 200, or 422 with
+                                                  {"errorMessage"} and nothing changed
+    GET  /api/latest/remotereplicationnode/<name> 200 [the other nodes as this node sees them]
 
-The HA step adds PUT for node attributes, basic auth and a group view.
+Every /api/ path needs HTTP basic authentication with the node's configured
+credentials: 401 otherwise, and nothing changes.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import hmac
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
 from urllib.parse import unquote, urlsplit
 
-__all__ = ["ManagementServer", "NodeView"]
+__all__ = ["ChangeRefused", "ManagementServer", "NodeView"]
 
 _VHN_PREFIX = "/api/latest/virtualhostnode/"
+_REMOTE_PREFIX = "/api/latest/remotereplicationnode/"
+MAX_BODY = 64 * 1024
+
+
+class ChangeRefused(Exception):
+    """An attribute change the node will not make; the message says why."""
 
 
 class NodeView(Protocol):
-    """What the management API can read of a node; each method is safe from any thread."""
+    """What the management API can do with a node; each method is safe from any thread."""
 
     @property
     def name(self) -> str: ...
 
+    @property
+    def credentials(self) -> tuple[str, str]: ...
+
     def health(self) -> dict[str, Any]: ...
 
     def virtualhostnode(self) -> dict[str, Any]: ...
+
+    def remote_nodes(self) -> list[dict[str, Any]]: ...
+
+    def set_attributes(self, changes: dict[str, Any]) -> None:
+        """Apply all the changes or raise ChangeRefused and apply none."""
+        ...
 
 
 class _Server(ThreadingHTTPServer):
@@ -45,22 +68,81 @@ class _RequestHandler(BaseHTTPRequestHandler):
     server: _Server
     protocol_version = "HTTP/1.1"
 
+    def _path(self) -> str:
+        return urlsplit(self.path).path.rstrip("/") or "/"
+
+    def _authorized(self) -> bool:
+        user, password = self.server.view.credentials
+        header = self.headers.get("Authorization", "")
+        if header.startswith("Basic "):
+            try:
+                given = base64.b64decode(header[6:], validate=True).decode("utf-8")
+            except (binascii.Error, UnicodeDecodeError):
+                given = ""
+            expected = f"{user}:{password}"
+            if hmac.compare_digest(given.encode(), expected.encode()):
+                return True
+        body = json.dumps({"errorMessage": "authentication required"}).encode()
+        self.send_response(401)
+        self.send_header("WWW-Authenticate", 'Basic realm="broker_ref"')
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+        return False
+
+    def _named(self, path: str, prefix: str) -> bool:
+        return path.startswith(prefix) and unquote(path[len(prefix) :]) == self.server.view.name
+
     def do_GET(self) -> None:
         view = self.server.view
-        path = urlsplit(self.path).path.rstrip("/") or "/"
+        path = self._path()
         if path == "/health":
             self._reply(200, view.health())
-        elif path.startswith(_VHN_PREFIX) and unquote(path[len(_VHN_PREFIX) :]) == view.name:
+            return
+        if path.startswith("/api/") and not self._authorized():
+            return
+        if self._named(path, _VHN_PREFIX):
             self._reply(200, view.virtualhostnode())
+        elif self._named(path, _REMOTE_PREFIX):
+            self._reply(200, view.remote_nodes())
         else:
             self._reply(404, {"errorMessage": "not found", "path": path})
+
+    def do_POST(self) -> None:
+        path = self._path()
+        if path.startswith("/api/") and not self._authorized():
+            return
+        if not self._named(path, _VHN_PREFIX):
+            self._reply(404, {"errorMessage": "not found", "path": path})
+            return
+        length = int(self.headers.get("Content-Length") or 0)
+        if length > MAX_BODY:
+            self._reply(413, {"errorMessage": "request body too large"})
+            return
+        try:
+            changes = json.loads(self.rfile.read(length) or b"{}")
+        except ValueError:
+            self._reply(400, {"errorMessage": "the body is not JSON"})
+            return
+        if not isinstance(changes, dict):
+            self._reply(422, {"errorMessage": "the body must be a JSON object of attributes"})
+            return
+        try:
+            self.server.view.set_attributes(changes)
+        except ChangeRefused as exc:
+            self._reply(422, {"errorMessage": str(exc)})
+            return
+        self._reply(200, {})
+
+    do_PUT = do_POST
 
     def _not_allowed(self) -> None:
         self._reply(405, {"errorMessage": f"method {self.command} not allowed"})
 
-    do_PUT = do_POST = do_DELETE = do_PATCH = _not_allowed
+    do_DELETE = do_PATCH = _not_allowed
 
-    def _reply(self, status: int, body: dict[str, Any]) -> None:
+    def _reply(self, status: int, body: dict[str, Any] | list[Any]) -> None:
         data = json.dumps(body).encode("utf-8")
         self.send_response(status)
         self.send_header("Content-Type", "application/json")

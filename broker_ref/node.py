@@ -1,15 +1,23 @@
-"""One broker_ref node: its store, queues, role, AMQP server and management API, composed.
+"""One broker_ref node: its store, queues, group membership, AMQP server and management API.
 
     node = Node(config, oplog)
-    node.open()     # take both ports and the data directory; raises BrokerError
-    node.serve()    # recover, become MASTER, serve AMQP until SIGTERM/SIGINT, close
+    node.open()     # take the ports and the data directory; raises BrokerError
+    node.serve()    # recover, join the group, serve while MASTER, until SIGTERM/SIGINT
 
 `open` fails before anything is logged, so a port clash or a locked data
-directory is one line on stderr and exit status 2.
+directory is one line on stderr and exit status 2. A node without peers is a
+group of one and becomes MASTER at once.
+
+Threads: the reactor (AMQP, the store, the queues), the group (replication and
+elections, group.py) and the management API. The group's decisions reach the
+reactor through the mailbox; the management thread only reads, and hands
+attribute changes to the group thread.
 """
 
 from __future__ import annotations
 
+import socket
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 from proton import Delivery
@@ -19,10 +27,15 @@ from broker_ref.amqp_server import AmqpServer
 from broker_ref.commit import GroupCommit
 from broker_ref.config import NodeConfig
 from broker_ref.errors import StartupError
+from broker_ref.frame_log import FrameLog
+from broker_ref.group import Group
 from broker_ref.log_store import LogStore, Recovery
-from broker_ref.management import ManagementServer
+from broker_ref.mailbox import Mailbox
+from broker_ref.management import ChangeRefused, ManagementServer
 from broker_ref.oplog import Code, OperationalLog
+from broker_ref.proton_guard import install as install_proton_guard
 from broker_ref.queues import QueueBook
+from broker_ref.records import encode_frame
 from broker_ref.roles import Role, RoleTracker
 from broker_ref.shutdown import ShutdownSignal
 
@@ -32,20 +45,73 @@ if TYPE_CHECKING:
 __all__ = ["Node"]
 
 
-class Node:
-    """A standalone node; the HA step adds its group membership and elections here."""
+class _ReactorSide:
+    """The group's requests, posted to the reactor thread (group.StoreSide)."""
 
+    def __init__(self, mailbox: Mailbox, server: AmqpServer, oplog: OperationalLog) -> None:
+        self._mailbox = mailbox
+        self._server = server
+        self._oplog = oplog
+
+    def become_master(self, term: int) -> None:
+        self._mailbox.post(lambda: self._server.become_master(term))
+
+    def become_follower(self, role: Role, reason: str) -> None:
+        self._mailbox.post(lambda: self._server.become_follower(role))
+
+    def apply(self, frames: list[bytes], done: Callable[[int], None]) -> None:
+        self._mailbox.post(lambda: done(self._server.apply(frames)))
+
+    def rollback(
+        self, keep_through: int, restore: bool, master: str, done: Callable[[], None]
+    ) -> None:
+        def run() -> None:
+            dropped = self._server.rollback(keep_through)
+            if restore:
+                self._oplog.info(
+                    Code.NETWORK_RESTORE,
+                    f"Network restore : discarded {dropped} transactions : receiving a full"
+                    f" copy from '{master}'",
+                )
+            elif dropped:
+                self._oplog.warn(Code.TRANSACTIONS_DISCARDED, "Diverged transactions discarded")
+                self._oplog.warn(
+                    Code.ROLLED_BACK,
+                    f"Rolled back {dropped} transactions after txid {keep_through}"
+                    f" to rejoin master '{master}'",
+                )
+            done()
+
+        self._mailbox.post(run)
+
+    def acked_through(self, txid: int) -> None:
+        self._mailbox.post(lambda: self._server.acked_through(txid))
+
+    def suspend(self) -> None:
+        self._mailbox.post(self._server.suspend)
+
+    def abort_suspended(self) -> None:
+        self._mailbox.post(self._server.abort_suspended)
+
+
+class Node:
     def __init__(self, config: NodeConfig, oplog: OperationalLog) -> None:
+        install_proton_guard()
         self.config = config
         self._oplog = oplog
         self._roles = RoleTracker(config.name, oplog)
         self._queues = QueueBook()
+        self._frames = FrameLog()
         self._shutdown = ShutdownSignal()
+        self._mailbox = Mailbox()
         self._container = Container(container_id=config.name)
         self._management: ManagementServer | None = None
         self._acceptor: Acceptor | None = None
+        self._replication: socket.socket | None = None
         self._store: LogStore | None = None
         self._recovery: Recovery | None = None
+        self._group: Group | None = None
+        self._fatal: str | None = None
 
     # ---- NodeView, read by the management thread ---------------------------------------------
 
@@ -53,27 +119,84 @@ class Node:
     def name(self) -> str:
         return self.config.name
 
+    @property
+    def credentials(self) -> tuple[str, str]:
+        return self.config.management_user, self.config.management_password
+
     def health(self) -> dict[str, Any]:
         return {"status": "ok", "name": self.config.name, "role": self._roles.current.value}
 
     def virtualhostnode(self) -> dict[str, Any]:
-        store = self._store
+        config = self.config
+        group = self._group
+        settings = group.settings if group else None
         queues = self._queues.stats()
         return {
-            "name": self.config.name,
-            "groupName": self.config.group,
+            "name": config.name,
+            "groupName": config.group,
             "role": self._roles.current.value,
-            "lastKnownReplicationTransactionId": store.durable_txid if store else 0,
+            "priority": settings.priority if settings else config.priority,
+            "designatedPrimary": (
+                settings.designated_primary if settings else config.designated_primary
+            ),
+            "quorumOverride": settings.quorum_override if settings else config.quorum_override,
+            "lastKnownReplicationTransactionId": self._frames.last_txid,
+            "term": group.term if group else 0,
+            "address": f"{config.host}:{config.replication_port}",
+            "permittedNodes": list(config.permitted_nodes or (config.name,)),
+            "durability": str(config.durability),
+            "coalescingSync": config.coalescing_sync,
             "queues": {
                 name: {"depth": stats.depth, "unacked": stats.unacked}
                 for name, stats in sorted(queues.items())
             },
         }
 
+    def remote_nodes(self) -> list[dict[str, Any]]:
+        return self._group.peer_view() if self._group else []
+
+    def set_attributes(self, changes: dict[str, Any]) -> None:
+        """Validate every change first; apply all or none (Broker-J answers 422 on a bad one)."""
+        group = self._group
+        if group is None:
+            raise ChangeRefused("the node is not running yet")
+        allowed = {"priority", "designatedPrimary", "quorumOverride", "role"}
+        unknown = sorted(set(changes) - allowed)
+        if unknown:
+            raise ChangeRefused(f"cannot change attribute(s) {', '.join(unknown)}")
+        size = self.config.group_size
+        if "priority" in changes:
+            value = changes["priority"]
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 3:
+                raise ChangeRefused(f"priority must be an integer 0..3, not {value!r}")
+        if "quorumOverride" in changes:
+            value = changes["quorumOverride"]
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= size:
+                raise ChangeRefused(
+                    f"quorumOverride must be an integer 0..{size} (the group's size), not {value!r}"
+                )
+        if "designatedPrimary" in changes:
+            value = changes["designatedPrimary"]
+            if not isinstance(value, bool):
+                raise ChangeRefused(f"designatedPrimary must be true or false, not {value!r}")
+            if size != 2:
+                raise ChangeRefused(
+                    f"designatedPrimary applies only to a group of two nodes (this one has {size})"
+                )
+        if "role" in changes and changes["role"] != "MASTER":
+            raise ChangeRefused(f"role can only be set to MASTER, not {changes['role']!r}")
+        attributes = {k: v for k, v in changes.items() if k != "role"}
+        if attributes:
+            group.call(lambda: group.set_attributes(attributes))
+        if "role" in changes:
+            why_not = group.request_transfer()
+            if why_not is not None:
+                raise ChangeRefused(f"cannot transfer mastership here: {why_not}")
+
     # ---- lifecycle -----------------------------------------------------------------------------
 
     def open(self) -> None:
-        """Take the management port, the AMQP port and the data directory, or raise."""
+        """Take the management, AMQP and replication ports and the data directory, or raise."""
         config = self.config
         self._shutdown.install()
         try:
@@ -91,42 +214,83 @@ class Node:
                     f"cannot listen on {config.host}:{config.amqp_port} (amqp):"
                     f" {exc.strerror or exc}"
                 ) from exc
+            if config.replication_port is not None:
+                try:
+                    self._replication = socket.create_server((config.host, config.replication_port))
+                except OSError as exc:
+                    raise StartupError(
+                        f"cannot listen on {config.host}:{config.replication_port}"
+                        f" (replication): {exc.strerror or exc}"
+                    ) from exc
             self._store, self._recovery = LogStore.open(config.data_dir)
         except BaseException:
             self._release()
             raise
 
     def serve(self) -> None:
-        """Recover, serve as MASTER until asked to stop, then close cleanly."""
+        """Recover, join the group, serve until asked to stop, then close cleanly."""
         assert self._management and self._acceptor and self._store and self._recovery
+        config = self.config
         self._management.start()
         try:
             self._recover(self._store, self._recovery)
-            self._roles.change(Role.MASTER)
+            commit = GroupCommit[Delivery](
+                self._store, config.coalescing_sync, self._frames, config.durability.master_sync
+            )
             server = AmqpServer(
                 container=self._container,
                 acceptor=self._acceptor,
-                node=self.config.name,
-                idle_timeout_s=self.config.idle_timeout_s,
+                node=config.name,
+                idle_timeout_s=config.idle_timeout_s,
                 queues=self._queues,
-                commit=GroupCommit[Delivery](self._store, self.config.coalescing_sync),
+                commit=commit,
                 roles=self._roles,
                 oplog=self._oplog,
                 shutdown_requested=lambda: self._shutdown.requested,
+                replica_sync=config.durability.replica_sync,
+                insufficient_replicas_timeout_s=config.insufficient_replicas_timeout_s,
             )
+            group = Group(
+                config,
+                self._oplog,
+                self._frames,
+                _ReactorSide(self._mailbox, server, self._oplog),
+                replication_socket=self._replication,
+            )
+            group.on_fatal = self._fail
+            server.wire_group(
+                acks_needed=group.acks_needed,
+                on_committed=lambda: group.call(group.records_committed),
+            )
+            self._group = group
             self._container.handler.add(server)
             self._container.selectable(handler=cast(Any, self._shutdown))
+            self._container.selectable(handler=cast(Any, self._mailbox))
+            server.start_timers()
             self._oplog.info(
-                Code.BROKER_STARTING, f"Starting : Listening on TCP port {self.config.amqp_port}"
+                Code.BROKER_STARTING, f"Starting : Listening on TCP port {config.amqp_port}"
             )
             self._oplog.info(Code.BROKER_READY, "Qpid Broker Ready")
+            group.start()
             self._container.run()
+            group.stop()
+            self._group = None
+            if self._fatal is not None:
+                raise StartupError(self._fatal)
             store, self._store = self._store, None
             store.close()
             self._oplog.info(Code.STORE_CLOSED, "Closed")
             self._oplog.info(Code.BROKER_STOPPED, "Stopped")
         finally:
+            if self._group is not None:
+                self._group.stop()
             self._release()
+
+    def _fail(self, why: str) -> None:
+        """Stop the node for a reason it cannot run with (from any thread)."""
+        self._fatal = why
+        self._oplog.error(Code.BROKER_STOPPED, f"Stopped : {why}")
+        self._mailbox.post(self._container.stop)
 
     def _recover(self, store: LogStore, recovery: Recovery) -> None:
         self._oplog.info(Code.STORE_CREATED, "Created")
@@ -139,12 +303,13 @@ class Node:
                 f"Log tail truncated : {torn.dropped_bytes} bytes at offset {torn.offset}"
                 f" : {torn.reason}",
             )
-        self._queues = QueueBook.recover(recovery.records)
+        for record in recovery.records:
+            self._frames.append(record.txid, record.term, encode_frame(record))
+        self._queues.replace(QueueBook.recover(recovery.records))
         self._recovery = None
         self._oplog.info(
             Code.RECOVERED_MESSAGES, f"Recovered {self._queues.message_count} messages"
         )
-        self._oplog.info(Code.RECOVERY_COMPLETE, "Recovery Complete")
 
     def _release(self) -> None:
         if self._management is not None:
@@ -153,7 +318,11 @@ class Node:
         if self._acceptor is not None:
             self._acceptor.close()
             self._acceptor = None
+        if self._replication is not None:
+            self._replication.close()
+            self._replication = None
         if self._store is not None:
             store, self._store = self._store, None
             store.close()
         self._shutdown.release()
+        self._mailbox.release()

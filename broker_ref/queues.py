@@ -74,6 +74,25 @@ class Queue:
         """A handed-out message was settled for good; it has left the queue."""
         self._unacked -= 1
 
+    def remove(self, seq: int) -> None:
+        """A replica applies its master's DEQUEUE: the message leaves, wherever it waits."""
+        if self._ready and self._ready[0].seq == seq:
+            self._ready.popleft()
+            return
+        for i, message in enumerate(self._ready):
+            if message.seq == seq:
+                del self._ready[i]
+                return
+        for i, (s, _) in enumerate(self._returned):
+            if s == seq:
+                self._returned.pop(i)
+                heapq.heapify(self._returned)
+                return
+
+    def follow_seq(self, seq: int) -> None:
+        """Keep this queue's sequence numbers above one its master allocated."""
+        self._next_seq = max(self._next_seq, seq + 1)
+
     def give_back(self, message: QueuedMessage) -> None:
         """A handed-out message was not consumed; it waits again, in front."""
         self._unacked -= 1
@@ -128,6 +147,21 @@ class QueueBook:
                 queue.push(QueuedMessage(seq, messages[seq]))
             book._queues[name] = queue
         return book
+
+    def apply(self, record: Record) -> Queue:
+        """Apply one of the master's records, as a replica does; return the queue it touched."""
+        queue = self._queues.get(record.queue) or self.add(record.queue)
+        if isinstance(record, Enqueue):
+            queue.push(QueuedMessage(record.seq, record.body))
+            queue.follow_seq(record.seq)
+        elif isinstance(record, Dequeue):
+            queue.remove(record.seq)
+        return queue
+
+    def replace(self, other: QueueBook) -> None:
+        """Take another book's queues (after a rollback rebuilt them from the log)."""
+        with self._lock:
+            self._queues = dict(other._queues)
 
     def get(self, name: str) -> Queue | None:
         return self._queues.get(name)

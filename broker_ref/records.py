@@ -4,8 +4,12 @@ Each record carries a transaction id: a number that rises by one with every
 durable change, like BDB JE's VLSN. The HA step ships these same frames to
 replicas, and elections compare the highest id each node holds.
 
+Each record also carries the term (election epoch) of the master that wrote it:
+(txid, term) names one transaction across the whole group, which is how a
+rejoining node finds where its history diverged from the master's.
+
 A frame is `length:u32 crc32:u32 payload`, big-endian, where the CRC covers
-the payload and the payload is `kind:u8 txid:u64 name_len:u16 name` followed by
+the payload and the payload is `kind:u8 txid:u64 term:u32 name_len:u16 name` followed by
 `seq:u64` for ENQUEUE and DEQUEUE, and then, for ENQUEUE only, the encoded
 AMQP message to the end of the payload.
 """
@@ -37,6 +41,7 @@ class Declare:
 
     txid: int
     queue: str
+    term: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +52,7 @@ class Enqueue:
     queue: str
     seq: int
     body: bytes
+    term: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +62,7 @@ class Dequeue:
     txid: int
     queue: str
     seq: int
+    term: int = 0
 
 
 Record = Declare | Enqueue | Dequeue
@@ -65,7 +72,7 @@ MAX_PAYLOAD_SIZE = 64 * 1024 * 1024
 
 _DECLARE, _ENQUEUE, _DEQUEUE = 1, 2, 3
 _FRAME_HEADER = struct.Struct(">II")
-_RECORD_HEADER = struct.Struct(">BQH")
+_RECORD_HEADER = struct.Struct(">BQIH")
 _SEQ = struct.Struct(">Q")
 
 
@@ -75,17 +82,17 @@ def encode_frame(record: Record) -> bytes:
     if isinstance(record, Enqueue):
         payload = b"".join(
             (
-                _RECORD_HEADER.pack(_ENQUEUE, record.txid, len(name)),
+                _RECORD_HEADER.pack(_ENQUEUE, record.txid, record.term, len(name)),
                 name,
                 _SEQ.pack(record.seq),
                 record.body,
             )
         )
     elif isinstance(record, Dequeue):
-        payload = _RECORD_HEADER.pack(_DEQUEUE, record.txid, len(name)) + name
+        payload = _RECORD_HEADER.pack(_DEQUEUE, record.txid, record.term, len(name)) + name
         payload += _SEQ.pack(record.seq)
     else:
-        payload = _RECORD_HEADER.pack(_DECLARE, record.txid, len(name)) + name
+        payload = _RECORD_HEADER.pack(_DECLARE, record.txid, record.term, len(name)) + name
     if len(payload) > MAX_PAYLOAD_SIZE:
         raise StoreError(f"record of {len(payload)} bytes is larger than {MAX_PAYLOAD_SIZE}")
     return _FRAME_HEADER.pack(len(payload), zlib.crc32(payload)) + payload
@@ -100,7 +107,7 @@ def read_frame_header(data: bytes | memoryview, offset: int) -> tuple[int, int]:
 def decode_payload(payload: bytes | memoryview) -> Record:
     """The record in a payload whose CRC already checked; raise ValueError if malformed."""
     try:
-        kind, txid, name_len = _RECORD_HEADER.unpack_from(payload, 0)
+        kind, txid, term, name_len = _RECORD_HEADER.unpack_from(payload, 0)
         start = _RECORD_HEADER.size
         name = bytes(payload[start : start + name_len]).decode("utf-8")
         if len(name.encode("utf-8")) != name_len:
@@ -109,14 +116,14 @@ def decode_payload(payload: bytes | memoryview) -> Record:
         if kind == _DECLARE:
             if rest != len(payload):
                 raise ValueError("trailing bytes after DECLARE")
-            return Declare(txid, name)
+            return Declare(txid, name, term)
         (seq,) = _SEQ.unpack_from(payload, rest)
         if kind == _ENQUEUE:
-            return Enqueue(txid, name, seq, bytes(payload[rest + _SEQ.size :]))
+            return Enqueue(txid, name, seq, bytes(payload[rest + _SEQ.size :]), term)
         if kind == _DEQUEUE:
             if rest + _SEQ.size != len(payload):
                 raise ValueError("trailing bytes after DEQUEUE")
-            return Dequeue(txid, name, seq)
+            return Dequeue(txid, name, seq, term)
     except (struct.error, UnicodeDecodeError) as exc:
         raise ValueError(str(exc)) from exc
     raise ValueError(f"unknown record kind {kind}")

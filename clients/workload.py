@@ -20,7 +20,7 @@ class Backoff:
 
     initial_s: float = 0.1
     factor: float = 2.0
-    max_s: float = 1.0
+    max_s: float = 0.25
 
     def delay(self, round_number: int) -> float:
         """The delay before each attempt of round `round_number` (0 = the first round)."""

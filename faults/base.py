@@ -2,7 +2,9 @@
 
 The cluster a fault acts on offers optional abilities, each its own protocol:
 `Killable` (kill -9, restart), `Pausable` (SIGSTOP/SIGCONT), `Proxied` (the
-Toxiproxy proxy on each link). A fault checks the ability it needs.
+Toxiproxy proxy on each link), `Roled` (each node's role can be read: what
+`@master` / `@replica:2` targets resolve against), `Managed` (a management API
+client per node: operator faults). A fault checks the ability it needs.
 
 Heals are idempotent: healing what is already healed does nothing harmful,
 so every heal can run again in `finally`.
@@ -10,13 +12,27 @@ so every heal can run again in `finally`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Protocol, runtime_checkable
 
 from faults.ops import FaultOp
 from lab.errors import ClusterError
+from lab.management import ManagementClient
 from lab.toxiproxy_api import ToxiproxyClient
 
-__all__ = ["Fault", "Killable", "Pausable", "Proxied", "as_killable", "as_pausable", "as_proxied"]
+__all__ = [
+    "Fault",
+    "Killable",
+    "Managed",
+    "Pausable",
+    "Proxied",
+    "Roled",
+    "as_killable",
+    "as_managed",
+    "as_pausable",
+    "as_proxied",
+    "as_roled",
+]
 
 
 @runtime_checkable
@@ -38,6 +54,23 @@ class Proxied(Protocol):
     def proxy_client(self) -> ToxiproxyClient: ...
 
     def require_link(self, name: str) -> str: ...
+
+
+@runtime_checkable
+class Roled(Protocol):
+    @property
+    def node_names(self) -> tuple[str, ...]: ...
+
+    def roles(self) -> Mapping[str, str | None]:
+        """Each node's role now (MASTER, REPLICA, …); None for a node that does not answer."""
+        ...
+
+
+@runtime_checkable
+class Managed(Protocol):
+    def management(self, name: str) -> ManagementClient:
+        """A client for the management API of node `name`."""
+        ...
 
 
 class Fault(Protocol):
@@ -72,4 +105,16 @@ def as_pausable(cluster: object, kind: str) -> Pausable:
 def as_proxied(cluster: object, kind: str) -> Proxied:
     if not isinstance(cluster, Proxied):
         raise ClusterError(f"fault {kind!r} needs a cluster with Toxiproxy on its links")
+    return cluster
+
+
+def as_roled(cluster: object, kind: str) -> Roled:
+    if not isinstance(cluster, Roled):
+        raise ClusterError(f"fault {kind!r} needs a cluster whose nodes report their roles")
+    return cluster
+
+
+def as_managed(cluster: object, kind: str) -> Managed:
+    if not isinstance(cluster, Managed):
+        raise ClusterError(f"fault {kind!r} needs a cluster with a management API on its nodes")
     return cluster

@@ -5,13 +5,32 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from faults.base import Fault
+from faults.docker_faults import Disconnect, DiskFill
+from faults.operator_faults import DesignatePrimary, QuorumOverride, SetPriority, TransferMaster
+from faults.partition_faults import Isolate, Partition
 from faults.process_faults import Kill, Pause
 from faults.proxy_faults import TOXIC_FAULTS, Cut
 from lab.errors import UsageError
 
 __all__ = ["FAULTS", "fault_for"]
 
-FAULTS: Mapping[str, Fault] = {f.kind: f for f in (Kill(), Pause(), Cut(), *TOXIC_FAULTS)}
+FAULTS: Mapping[str, Fault] = {
+    f.kind: f
+    for f in (
+        Kill(),
+        Pause(),
+        Cut(),
+        *TOXIC_FAULTS,
+        DiskFill(),
+        Disconnect(),
+        Partition(),
+        Isolate(),
+        DesignatePrimary(),
+        QuorumOverride(),
+        SetPriority(),
+        TransferMaster(),
+    )
+}
 
 
 def fault_for(kind: str) -> Fault:

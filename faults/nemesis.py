@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import Any
 
-from faults.base import Fault
+from faults.base import Fault, Roled
 from faults.catalog import FAULTS
 from faults.ops import FaultOp
+from faults.targets import resolve_op
 from lab.errors import LabError
 from lab.events import Events, NoEvents
 
@@ -84,47 +85,84 @@ class Nemesis:
     ) -> None:
         self.heal_all()
 
-    def _record(self, op: FaultOp, ok: bool, error: str | None = None) -> None:
+    def _record(
+        self, op: FaultOp, ok: bool, error: str | None = None, planned: FaultOp | None = None
+    ) -> None:
         entry: dict[str, Any] = {"phase": "applied", **op.to_json(), "time": self._clock_ns()}
+        if planned is not None and planned.target != op.target:
+            entry["planned_target"] = planned.target
+        if planned is not None and dict(planned.params) != dict(op.params):
+            entry["planned_params"] = dict(planned.params)
         entry["ok"] = ok
         if error is not None:
             entry["error"] = error
         self._log(entry)
 
+    def _roles(self) -> dict[str, str | None] | None:
+        """The nodes' roles as the fault is applied (evidence for the judge), if readable."""
+        if not isinstance(self.cluster, Roled):
+            return None
+        try:
+            return dict(self.cluster.roles())
+        except LabError:
+            return None
+
     def start(self, op: FaultOp) -> None:
         fault = self.faults[op.fault]
-        # The heal goes on the stack first: if apply half-works or raises, it still runs.
-        self.heals.push(op, lambda: fault.heal(self.cluster, op))
-        self.events.emit(
-            "fault.start", None, id=op.id, fault=op.fault, target=op.target, params=dict(op.params)
-        )
+        roles = self._roles()
         try:
-            fault.apply(self.cluster, op)
+            resolved = resolve_op(self.cluster, op)
         except LabError as exc:
             self._record(op, False, str(exc))
             raise
+        # The heal goes on the stack first: if apply half-works or raises, it still runs.
+        self.heals.push(resolved, lambda: fault.heal(self.cluster, resolved))
+        extra: dict[str, Any] = {} if roles is None else {"roles": roles}
+        if resolved.target != op.target:
+            extra["selector"] = op.target
+        self.events.emit(
+            "fault.start",
+            None,
+            id=op.id,
+            fault=op.fault,
+            target=resolved.target,
+            params=dict(resolved.params),
+            **extra,
+        )
+        try:
+            fault.apply(self.cluster, resolved)
+        except LabError as exc:
+            self._record(resolved, False, str(exc), planned=op)
+            raise
         self.applied += 1
-        self._record(op, True)
-        self._on_change("applied", op)
+        self._record(resolved, True, planned=op)
+        self._on_change("applied", resolved)
 
     def stop(self, op: FaultOp) -> None:
         heal = self.heals.pop(op.id)
         if heal is None:
             self._record(op, False, "not applied")
             return
-        self._run_heal(heal.op, heal.run, stop_op=op)
+        resolved = replace(op, target=heal.op.target, params=heal.op.params)
+        self._run_heal(heal.op, heal.run, stop_op=resolved, planned=op)
 
-    def _run_heal(self, start_op: FaultOp, run: Callable[[], None], stop_op: FaultOp) -> None:
+    def _run_heal(
+        self,
+        start_op: FaultOp,
+        run: Callable[[], None],
+        stop_op: FaultOp,
+        planned: FaultOp | None = None,
+    ) -> None:
         try:
             run()
         except Exception as exc:
-            self._record(stop_op, False, str(exc))
+            self._record(stop_op, False, str(exc), planned=planned)
             self.events.emit(
                 "fault.end", None, id=start_op.id, fault=start_op.fault, error=str(exc)
             )
             raise
         self.healed += 1
-        self._record(stop_op, True)
+        self._record(stop_op, True, planned=planned)
         self.events.emit(
             "fault.end", None, id=start_op.id, fault=start_op.fault, target=start_op.target
         )

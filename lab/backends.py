@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeAlias
 
 from lab.broker_ref_target import BrokerRefTarget
 from lab.errors import UsageError
 from lab.events import Events
 from lab.process_backend import ProcessCluster
-from lab.spec import BACKENDS, TARGETS, Durability, Topology
+from lab.spec import BACKENDS, TARGETS, Durability, GroupSettings, Topology
 from lab.target import Target
 
-__all__ = ["make_cluster", "make_target"]
+if TYPE_CHECKING:
+    from lab.docker.cluster import DockerCluster
+
+__all__ = ["Cluster", "make_cluster", "make_target"]
+
+Cluster: TypeAlias = "ProcessCluster | DockerCluster"
 
 
 def make_target(name: str) -> Target:
@@ -30,11 +36,26 @@ def make_cluster(
     events: Events | None = None,
     detached: bool = False,
     toxiproxy_port: int | None = None,
-) -> ProcessCluster:
-    if backend != "process":
+    group: GroupSettings | None = None,
+) -> Cluster:
+    if backend not in BACKENDS:
         raise UsageError(f"unknown backend {backend!r} (known: {', '.join(BACKENDS)})")
     if topology.nodes < 1:
         raise UsageError("a cluster needs at least one node")
+    if backend == "docker":
+        # Imported here: the Docker SDK is needed only by those who ask for containers.
+        from lab.docker.cluster import DockerCluster
+
+        return DockerCluster(
+            topology,
+            durability,
+            make_target(target),
+            work_dir,
+            events=events,
+            detached=detached,
+            toxiproxy_port=toxiproxy_port,
+            group=group,
+        )
     return ProcessCluster(
         topology,
         durability,
@@ -43,4 +64,5 @@ def make_cluster(
         events=events,
         detached=detached,
         toxiproxy_port=toxiproxy_port,
+        group=group,
     )

@@ -1,48 +1,108 @@
-"""The reference broker as a target: `python -m broker_ref --config node.json`."""
+"""The reference broker as a target: `python -m broker_ref --config node.json`.
+
+Each node's configuration names its peers by the Toxiproxy proxy it dials
+(`<self>_to_<peer>`), so every node→node link can be cut or slowed; a group of
+one node has no peers and behaves as a standalone broker.
+"""
 
 from __future__ import annotations
 
 import json
 import sys
+from typing import Any
 
 import requests
 
 from lab.errors import UsageError
+from lab.management import Credentials, ManagementClient
 from lab.ports import HOST
 from lab.target import ClusterPlan, LogRecord, NodePlan, NodeStatus, parse_oplog_line
 
-__all__ = ["BrokerRefTarget"]
+__all__ = ["GROUP_SIZES", "BrokerRefTarget", "check_plan", "node_config"]
+
+GROUP_SIZES = (1, 2, 3, 5)
+
+
+def node_config(cluster: ClusterPlan, node: NodePlan, credentials: Credentials) -> dict[str, Any]:
+    """The JSON configuration of one node of the group."""
+    settings = cluster.settings
+    peers = dict(cluster.peer_addresses.get(node.name, {}))
+    return {
+        "name": node.name,
+        "group": cluster.group,
+        "host": HOST,
+        "amqp_port": node.amqp_port,
+        "management_port": node.management_port,
+        "replication_port": node.replication_port,
+        "data_dir": str(node.data_dir),
+        "peers": peers,
+        "permitted_nodes": list(cluster.names),
+        "priority": settings.priority_of(node.name),
+        "designated_primary": node.name in settings.designated_primary,
+        "quorum_override": settings.quorum_override,
+        "durability": cluster.durability.triplet,
+        "coalescing_sync": cluster.durability.coalescing_sync,
+        "heartbeat_interval_s": settings.heartbeat_interval_s,
+        "election_timeout_s": settings.election_timeout_s,
+        "insufficient_replicas_timeout_s": settings.insufficient_replicas_timeout_s,
+        "rep_stream_timeout_s": settings.rep_stream_timeout_s,
+        "idle_timeout_s": 2.0,
+        "management_user": credentials.user,
+        "management_password": credentials.password,
+    }
+
+
+def check_plan(cluster: ClusterPlan) -> None:
+    """Refuse a group broker_ref cannot form, before anything starts."""
+    size = len(cluster.nodes)
+    if size not in GROUP_SIZES:
+        raise UsageError(
+            f"broker_ref runs groups of {', '.join(map(str, GROUP_SIZES))} nodes, not {size}"
+        )
+    settings = cluster.settings
+    unknown = sorted(
+        n for n in (*settings.priority, *settings.designated_primary) if n not in cluster.names
+    )
+    if unknown:
+        raise UsageError(f"group settings name unknown nodes: {', '.join(unknown)}")
+    if settings.designated_primary and size != 2:
+        raise UsageError("designated primary applies only to a group of two nodes (the seeds)")
+    if len(settings.designated_primary) > 1:
+        raise UsageError("designating both nodes primary is refused at start-up (the seeds)")
+    if any(not 0 <= p <= 3 for p in settings.priority.values()):
+        raise UsageError("priority is 0..3 (Never, Normal, High, Highest)")
+    if not 0 <= settings.quorum_override <= size:
+        raise UsageError(f"quorum override is 0..{size} for a group of {size}")
 
 
 class BrokerRefTarget:
     name = "broker_ref"
+    credentials = Credentials()
 
     def command(self, cluster: ClusterPlan, node: NodePlan) -> list[str]:
-        if len(cluster.nodes) != 1:
-            raise UsageError("broker_ref runs as a single node in this version: use --nodes 1")
-        config = {
-            "name": node.name,
-            "group": cluster.group,
-            "host": HOST,
-            "amqp_port": node.amqp_port,
-            "management_port": node.management_port,
-            "data_dir": str(node.data_dir),
-            "coalescing_sync": cluster.durability.coalescing_sync,
-            "idle_timeout_s": 2.0,
-        }
+        check_plan(cluster)
+        config = node_config(cluster, node, self.credentials)
         path = node.node_dir / "config.json"
         path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
         return [sys.executable, "-m", "broker_ref", "--config", str(path)]
 
+    def management(self, node: NodePlan) -> ManagementClient:
+        return ManagementClient(
+            f"http://{HOST}:{node.management_port}", node.name, self.credentials
+        )
+
     def status(self, node: NodePlan, timeout_s: float = 1.0) -> NodeStatus | None:
         url = f"http://{HOST}:{node.management_port}/api/latest/virtualhostnode/{node.name}"
+        auth = (self.credentials.user, self.credentials.password)
         try:
-            reply = requests.get(url, timeout=timeout_s)
+            reply = requests.get(url, timeout=timeout_s, auth=auth)
             if not reply.ok:
                 return None
             body = reply.json()
         except (requests.RequestException, ValueError):
             return None
+        if isinstance(body, list):  # Broker-J answers a list for a GET by name
+            body = body[0] if body else {}
         queues = body.get("queues") or {}
         return NodeStatus(
             name=node.name,

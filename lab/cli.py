@@ -1,4 +1,4 @@
-"""The `lab` command: run, replay, list, check, up, down, bench.
+"""The `lab` command: run, replay, list, check, up, down, bench, allure.
 
 Exit status: 0 success (a run's prediction held, a history valid), 1 a prediction
 broken or a history invalid, 3 a history whose validity is unknown, 2 bad usage or
@@ -46,6 +46,17 @@ def _build_parser() -> argparse.ArgumentParser:
     run.add_argument("--backend", default="process", help="process (default)")
     run.add_argument("--target", default="broker_ref", help="broker_ref (default)")
     run.add_argument("--runs-dir", type=Path, default=DEFAULT_RUNS_DIR)
+    run.add_argument(
+        "--durability",
+        metavar="MASTER_SYNC,REPLICA_SYNC,ACK_POLICY",
+        help="the durability triplet, e.g. NO_SYNC,NO_SYNC,NONE (default: the scenario's)",
+    )
+    run.add_argument(
+        "--coalescing",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="coalescing-sync on or off (default: the scenario's)",
+    )
 
     replay = sub.add_parser("replay", help="run a recorded spec and schedule again")
     replay.add_argument("run_dir", type=Path)
@@ -69,18 +80,44 @@ def _build_parser() -> argparse.ArgumentParser:
     down = sub.add_parser("down", help="stop the cluster `lab up` started")
     down.add_argument("--state-dir", type=Path, default=DEFAULT_STATE_DIR)
 
+    report = sub.add_parser(
+        "report", help="reliability, performance and trend reports from many run folders (Spark)"
+    )
+    from spark_reports.cli import add_arguments as add_report_arguments
+
+    add_report_arguments(report)
+
     bench = sub.add_parser("bench", help="run a benchmark (no name: list them)")
     bench.add_argument("name", nargs="?")
+    bench.add_argument("--backend", default="process", help="process (default) or docker")
+
+    images = sub.add_parser("images", help="build the lab's container images (Docker backend)")
+    images.add_argument("action", choices=["build"], help="build (cached by content)")
+
+    allure = sub.add_parser("allure", help="an Allure HTML report from pytest's --alluredir")
+    allure.add_argument("results_dir", type=Path)
+    allure.add_argument("--out", type=Path, required=True, help="the report folder to write")
+    allure.add_argument(
+        "--tools-dir",
+        type=Path,
+        default=DEFAULT_STATE_DIR / "tools",
+        help="where the Allure command line is installed on first use (default: .lab/tools)",
+    )
     return parser
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from lab.spec import parse_seed
+    from lab.spec import Durability, parse_seed
     from scenarios.catalog import scenario_named
 
     scenario = scenario_named(args.scenario)
     seed = parse_seed(args.seed) if args.seed is not None else int.from_bytes(os.urandom(4), "big")
-    spec = scenario.spec(seed, backend=args.backend, target=args.target)
+    durability = None
+    if args.durability is not None or args.coalescing is not None:
+        base = scenario.durability
+        coalescing = base.coalescing_sync if args.coalescing is None else args.coalescing
+        durability = Durability.parse(args.durability or base.triplet, coalescing)
+    spec = scenario.spec(seed, backend=args.backend, target=args.target, durability=durability)
     return _execute(spec, args.runs_dir)
 
 
@@ -178,6 +215,12 @@ def _cmd_down(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_report(args: argparse.Namespace) -> int:
+    from spark_reports.cli import run_report
+
+    return run_report(args, lambda text: print(text, file=sys.stderr, flush=True))
+
+
 def _cmd_bench(args: argparse.Namespace) -> int:
     from lab.bench.registry import BENCHMARKS, benchmark_named
 
@@ -185,13 +228,52 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         for name, bench in sorted(BENCHMARKS.items()):
             print(f"{name:<12}  {bench.description}")
         return 0
+    from lab.spec import BACKENDS
+
     bench = benchmark_named(args.name)
-    figure = bench.run(lambda text: print(text, file=sys.stderr, flush=True))
+    say = _say
+    if args.backend not in BACKENDS:
+        raise UsageError(f"unknown backend {args.backend!r} (known: {', '.join(BACKENDS)})")
+    if args.backend == "process":
+        figure = bench.run(say)
+    elif bench.run_on is None:
+        raise UsageError(f"benchmark {bench.name!r} runs on the process backend only")
+    else:
+        figure = bench.run_on(say, args.backend)
     print(figure)
     return 0
 
 
+def _say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def _cmd_images(args: argparse.Namespace) -> int:
+    from lab.docker.engine import ensure_engine
+    from lab.docker.images import build_images
+
+    ensure_engine(_say)
+    for name, ref in sorted(build_images(_say).items()):
+        print(f"{name}  {ref}")
+    return 0
+
+
+def _cmd_allure(args: argparse.Namespace) -> int:
+    from lab.allure_cli import generate_report
+
+    index = generate_report(
+        args.results_dir,
+        args.out,
+        tools_dir=args.tools_dir,
+        say=lambda text: print(text, file=sys.stderr, flush=True),
+    )
+    print(index.parent)
+    return 0
+
+
 _COMMANDS = {
+    "report": _cmd_report,
+    "images": _cmd_images,
     "run": _cmd_run,
     "replay": _cmd_replay,
     "list": _cmd_list,
@@ -199,6 +281,7 @@ _COMMANDS = {
     "up": _cmd_up,
     "down": _cmd_down,
     "bench": _cmd_bench,
+    "allure": _cmd_allure,
 }
 
 

@@ -11,8 +11,9 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.json as pa_json
 
-__all__ = ["RunMetrics", "masters_over_time", "read_events", "run_metrics"]
+__all__ = ["RunMetrics", "masters_over_time", "read_events", "read_operations", "run_metrics"]
 
 NS = 1_000_000_000
 
@@ -33,12 +34,16 @@ class RunMetrics:
     acknowledged_sends: int
     received: int
     workload_s: float
+    load_start_s: float
+    load_end_s: float
     acknowledged_per_s: float
     unavailability_threshold_s: float
     unavailable_windows: tuple[Window, ...]
     unavailable_total_s: float
     unavailable_longest_s: float
-    failover_s: tuple[float | None, ...]  # per fault, seconds to the next acknowledged send
+    # per fault, seconds from its start to the next acknowledged send; for a fault that takes
+    # a node out (kill, pause, isolate, disconnect), the next one on another node
+    failover_s: tuple[float | None, ...]
     masters: tuple[tuple[float, str, str], ...]  # (time s, node, role) for every role change
     two_masters_seen: bool
 
@@ -67,6 +72,34 @@ def read_events(path: Path) -> list[dict[str, Any]]:
     return found
 
 
+_OPERATIONS = pa.schema(
+    [
+        ("time", pa.int64()),
+        ("process", pa.string()),
+        ("type", pa.string()),
+        ("f", pa.string()),
+        ("value", pa.string()),
+        ("node", pa.string()),
+    ]
+)
+
+
+def read_operations(path: Path) -> pa.Table:
+    """history.jsonl with the columns the figures need (including `node`); a torn last line
+    is ignored. The checker's reader stays lean; this one is for a single run's figures."""
+    data = path.read_bytes() if path.is_file() else b""
+    data = data[: data.rfind(b"\n") + 1]
+    if not data:
+        return _OPERATIONS.empty_table()
+    table = pa_json.read_json(
+        pa.BufferReader(data),
+        parse_options=pa_json.ParseOptions(
+            explicit_schema=_OPERATIONS, unexpected_field_behavior="ignore"
+        ),
+    )
+    return table.select(_OPERATIONS.names)
+
+
 def _gaps(times_s: list[float], start_s: float, end_s: float, threshold_s: float) -> list[Window]:
     edges = [start_s, *times_s, end_s]
     return [Window(round(a, 3), round(b, 3)) for a, b in pairwise(edges) if b - a > threshold_s]
@@ -81,21 +114,53 @@ def masters_over_time(events: Iterable[Mapping[str, Any]]) -> tuple[tuple[float,
 
 
 def _two_masters(events: Iterable[Mapping[str, Any]]) -> bool:
-    """True if two nodes were MASTER at the same time (by role changes and node deaths)."""
-    current: set[str] = set()
+    """True if two nodes were MASTER at the same time, by their role changes.
+
+    A killed, stopped or restarted node is no master; a paused (frozen) one acts as
+    nothing while frozen, and is a master again on resuming if it was one, until it
+    reports another role.
+    """
+    claims: set[str] = set()  # nodes whose last reported role is MASTER
+    frozen: set[str] = set()
     for e in sorted(events, key=lambda e: int(e.get("time", 0))):
         node = e.get("node")
         kind = e.get("kind")
-        if kind == "node.role" and node:
+        if not node:
+            continue
+        if kind == "node.role":
             if e.get("role") == "MASTER":
-                current.add(node)
-                if len(current) > 1:
-                    return True
+                claims.add(node)
             else:
-                current.discard(node)
-        elif kind in ("node.kill", "node.stop") and node:
-            current.discard(node)
+                claims.discard(node)
+        elif kind in ("node.kill", "node.stop", "node.start"):
+            claims.discard(node)
+            frozen.discard(node)
+        elif kind == "node.pause":
+            frozen.add(node)
+        elif kind == "node.resume":
+            frozen.discard(node)
+        if len(claims - frozen) > 1:
+            return True
     return False
+
+
+_TAKES_A_NODE_OUT = frozenset({"kill", "pause", "isolate", "disconnect"})
+
+
+def _failover(
+    events: Iterable[Mapping[str, Any]], sends_ok: list[tuple[float, str | None]]
+) -> list[float | None]:
+    nodes = {str(e["node"]) for e in events if e.get("kind") == "node.start" and e.get("node")}
+    found: list[float | None] = []
+    for e in events:
+        if e.get("kind") != "fault.start":
+            continue
+        started = int(e["time"]) / NS
+        out = e.get("fault") in _TAKES_A_NODE_OUT and e.get("target") in nodes
+        hit = e.get("target") if out else None
+        after = next((t for t, n in sends_ok if t > started and (hit is None or n != hit)), None)
+        found.append(None if after is None else round(after - started, 3))
+    return found
 
 
 def run_metrics(
@@ -110,7 +175,15 @@ def run_metrics(
     sends_ok = history.filter(
         pc.and_(pc.equal(history["f"], "send"), pc.equal(history["type"], "ok"))
     )
-    ok_times = sorted(t / NS for t in sends_ok["time"].to_pylist())
+    ok_nodes = (
+        sends_ok["node"].to_pylist()
+        if "node" in sends_ok.column_names
+        else [None] * sends_ok.num_rows
+    )
+    ok_sends = sorted(
+        (t / NS, n) for t, n in zip(sends_ok["time"].to_pylist(), ok_nodes, strict=True)
+    )
+    ok_times = [t for t, _ in ok_sends]
     received = int(
         pc.sum(
             pc.and_(pc.equal(history["f"], "receive"), pc.equal(history["type"], "ok")).cast(
@@ -123,17 +196,15 @@ def run_metrics(
     end_s = phases.get("heal", ok_times[-1] if ok_times else start_s)
     in_load = [t for t in ok_times if start_s <= t <= end_s]
     windows = _gaps(in_load, start_s, end_s, threshold_s)
-    fault_starts = [int(e["time"]) / NS for e in events if e.get("kind") == "fault.start"]
-    failover: list[float | None] = []
-    for started in fault_starts:
-        after = next((t for t in ok_times if t > started), None)
-        failover.append(None if after is None else round(after - started, 3))
+    failover = _failover(events, ok_sends)
     workload_s = max(0.0, end_s - start_s)
     return RunMetrics(
         operations=history.num_rows,
         acknowledged_sends=len(ok_times),
         received=received,
         workload_s=round(workload_s, 3),
+        load_start_s=round(start_s, 3),
+        load_end_s=round(end_s, 3),
         acknowledged_per_s=round(len(in_load) / workload_s, 1) if workload_s else 0.0,
         unavailability_threshold_s=threshold_s,
         unavailable_windows=tuple(windows),

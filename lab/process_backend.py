@@ -11,16 +11,23 @@ from typing import Any
 
 from lab.errors import ClusterError, LabError
 from lab.events import Events, NoEvents
+from lab.management import ManagementClient
 from lab.node_process import NodeProcess, popen_options
 from lab.ports import HOST, free_ports, require_free
-from lab.spec import Durability, Topology
-from lab.target import ClusterPlan, NodePlan, NodeStatus, Target
+from lab.spec import Durability, GroupSettings, Topology
+from lab.target import ClusterPlan, ManagedTarget, NodePlan, NodeStatus, Target
 from lab.topology import Link, client_link, links_for
 from lab.toxiproxy_api import ProxyInfo, ToxiproxyClient, start_server
 
-__all__ = ["ProcessCluster"]
+__all__ = ["ProcessCluster", "group_ready"]
 
 GROUP = "lab"
+
+
+def group_ready(statuses: Mapping[str, NodeStatus | None]) -> bool:
+    """Every node answers, exactly one is MASTER and every other one is REPLICA."""
+    roles = [s.role if s is not None else None for s in statuses.values()]
+    return roles.count("MASTER") == 1 and all(r in ("MASTER", "REPLICA") for r in roles)
 
 
 class ProcessCluster:
@@ -42,9 +49,11 @@ class ProcessCluster:
         events: Events | None = None,
         detached: bool = False,
         toxiproxy_port: int | None = None,
+        group: GroupSettings | None = None,
     ) -> None:
         self.topology = topology
         self.durability = durability
+        self.group = group or GroupSettings()
         self.target = target
         self.work_dir = work_dir.resolve()
         self.events: Events = events or NoEvents()
@@ -115,7 +124,11 @@ class ProcessCluster:
             if not link.is_client:
                 peers[link.source][link.dest] = info.listen
         self.plan = ClusterPlan(
-            group=GROUP, nodes=tuple(node_plans), durability=self.durability, peer_addresses=peers
+            group=GROUP,
+            nodes=tuple(node_plans),
+            durability=self.durability,
+            peer_addresses=peers,
+            settings=self.group,
         )
 
     def _start_nodes(self) -> None:
@@ -127,7 +140,7 @@ class ProcessCluster:
             node.start()
 
     def wait_ready(self, timeout_s: float = 30.0) -> str:
-        """Wait until every running node answers and exactly one is MASTER."""
+        """Wait until every node answers, exactly one is MASTER and every other is REPLICA."""
         deadline = time.monotonic() + timeout_s
         last: Mapping[str, NodeStatus | None] = {}
         while time.monotonic() < deadline:
@@ -138,9 +151,8 @@ class ProcessCluster:
                         f"node {name} exited with status {status}; see {node.stderr_path}"
                     )
             last = self.statuses()
-            masters = [n for n, s in last.items() if s is not None and s.role == "MASTER"]
-            if len(masters) == 1 and all(s is not None for s in last.values()):
-                return masters[0]
+            if group_ready(last):
+                return next(n for n, s in last.items() if s is not None and s.role == "MASTER")
             time.sleep(0.05)
         roles = {n: (s.role if s else "no answer") for n, s in last.items()}
         raise ClusterError(f"the cluster was not ready within {timeout_s} s: {roles}")
@@ -181,6 +193,16 @@ class ProcessCluster:
             return self.nodes[name]
         except KeyError:
             raise ClusterError(f"no node named {name!r} (nodes: {', '.join(self.nodes)})") from None
+
+    def roles(self) -> dict[str, str | None]:
+        """Each node's role as it reports it now; None for a node that does not answer."""
+        return {name: (s.role if s else None) for name, s in self.statuses().items()}
+
+    def management(self, name: str) -> ManagementClient:
+        """A client for the node's management API."""
+        if not isinstance(self.target, ManagedTarget):
+            raise ClusterError(f"target {self.target.name!r} has no management API")
+        return self.target.management(self.node(name).plan)
 
     def statuses(self) -> dict[str, NodeStatus | None]:
         return {

@@ -3,11 +3,16 @@
 Options: `--backend process` (the backend scenario tests use) and `--lab-seed N`
 (one seed for every scenario test; default: each scenario's pinned seed).
 Fixture `lab_run`: a function `(scenario name) -> RunOutcome` that runs the
-scenario into the test's own temporary runs folder.
+scenario into the test's own temporary runs folder. Fixture `lab_report`: a function
+`(run folder) -> None` that, when allure-pytest is active (`--alluredir`), attaches the
+run to the running test (steps, chart, checker result, logs: lab/allure_attach.py);
+`lab_run` calls it after every run. Without `--alluredir` it does nothing.
 """
 
 from __future__ import annotations
 
+import shlex
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -40,13 +45,50 @@ def lab_backend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def lab_run(tmp_path: Path, lab_seed: int, lab_backend: str) -> Callable[[str], object]:
+def lab_report(
+    request: pytest.FixtureRequest, lab_seed: int, lab_backend: str
+) -> Callable[[Path], None]:
+    listener = request.config.pluginmanager.get_plugin("allure_listener")
+    results_dir = getattr(request.config.option, "allure_report_dir", None)
+    test_command = (
+        f".venv/bin/pytest {shlex.quote(request.node.nodeid)} "
+        f"--lab-seed {lab_seed} --backend {lab_backend}"
+    )
+
+    def report(folder: Path) -> None:
+        if listener is None or results_dir is None:
+            return
+        from lab.allure_attach import attach_to_running_test
+
+        try:
+            attach_to_running_test(
+                listener, folder, results_dir=Path(results_dir), test_command=test_command
+            )
+        except Exception as exc:  # a report that cannot be made must not fail the test
+            warnings.warn(f"lab: could not attach {folder} to Allure: {exc!r}", stacklevel=2)
+
+    return report
+
+
+@pytest.fixture
+def lab_run(
+    tmp_path: Path, lab_seed: int, lab_backend: str, lab_report: Callable[[Path], None]
+) -> Callable[[str], object]:
     from lab.runner import run_scenario
     from scenarios.catalog import scenario_named
 
     def run(name: str) -> object:
         scenario = scenario_named(name)
         spec = scenario.spec(lab_seed, backend=lab_backend)
-        return run_scenario(spec, scenario, tmp_path / "runs")
+        runs_dir = tmp_path / "runs"
+        try:
+            outcome = run_scenario(spec, scenario, runs_dir)
+        except Exception:
+            latest = runs_dir / name / "latest"
+            if (latest / "spec.json").is_file():
+                lab_report(latest)
+            raise
+        lab_report(outcome.folder.path)
+        return outcome
 
     return run

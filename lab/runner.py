@@ -13,21 +13,20 @@ import shlex
 import signal
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from clients.checker import CheckResult, check_path, read_history
+from clients.checker import CheckResult, check_path
 from faults.nemesis import Nemesis
 from faults.ops import FaultOp
-from lab.backends import make_cluster
+from lab.backends import Cluster, make_cluster
 from lab.errors import LabError
-from lab.metrics import RunMetrics, read_events, run_metrics
-from lab.process_backend import ProcessCluster
+from lab.metrics import RunMetrics, read_events, read_operations, run_metrics
 from lab.progress import NoProgress, Progress
 from lab.runstore import EventLog, HistoryRecorder, JsonlWriter, RunClock, RunFolder, write_json
-from lab.spec import RunSpec
+from lab.spec import RunSpec, git_revision
 from lab.workers import WorkerProcess, worker_plans
 from scenarios.base import Scenario, Verdict
 
@@ -88,10 +87,12 @@ class _Run:
         self.progress = progress
         self.clock = RunClock()
         self.events = EventLog(folder.events, self.clock)
+        # Ties the run's clock (ns since its start) to the wall clock, for reports.
+        self.events.emit("run.start", None, wall_ns=time.time_ns() - self.clock.now())
         self.schedule_log = JsonlWriter(folder.schedule)
         self.history = HistoryRecorder(folder.history)
         self.workers: list[WorkerProcess] = []
-        self.cluster: ProcessCluster | None = None
+        self.cluster: Cluster | None = None
 
     def tick(self) -> None:
         self.progress.counts(
@@ -106,6 +107,10 @@ class _Run:
             self.tick()
             time.sleep(0.05)
         return until()
+
+    def _log_applied(self, entry: dict[str, Any]) -> None:
+        """schedule.jsonl times are on the run's clock, as history and events are."""
+        self.schedule_log.write({**entry, "time": int(entry["time"]) - self.clock.start_ns})
 
     def phase(self, name: str) -> None:
         self.events.emit("workload.phase", None, phase=name)
@@ -126,13 +131,14 @@ class _Run:
             spec.durability,
             self.folder.path,
             events=self.events,
+            group=spec.group,
         )
         try:
             self._body(self.cluster)
         finally:
             self._teardown()
 
-    def _body(self, cluster: ProcessCluster) -> None:
+    def _body(self, cluster: Cluster) -> None:
         spec = self.spec
         self.phase("cluster")
         master = cluster.start()
@@ -145,15 +151,18 @@ class _Run:
         for plan in plans:
             worker = WorkerProcess(plan, self.history, log_dir, self.events)
             self.workers.append(worker)
-            worker.start()
         producers = [w for w in self.workers if w.plan.role == "producer"]
         consumers = [w for w in self.workers if w.plan.role == "consumer"]
+        # Consumers that do not consume during the load start only to drain, at the end.
+        early = self.workers if spec.workload.consume_during_load else producers
+        for worker in early:
+            worker.start()
         self.phase("load")
         load_started = time.monotonic_ns()
         with Nemesis(
             cluster,
             events=self.events,
-            log=self.schedule_log.write,
+            log=self._log_applied,
             clock_ns=time.monotonic_ns,
             on_change=self.on_fault,
         ) as nemesis:
@@ -173,6 +182,7 @@ class _Run:
         self.wait(15.0, until=lambda: not any(w.running for w in producers))
         self.phase("drain")
         for worker in consumers:
+            worker.start()  # does nothing for a consumer started with the load
             worker.command("drain")
         self.wait(
             spec.workload.drain_timeout_s + 10.0,
@@ -180,7 +190,7 @@ class _Run:
         )
         self._snapshot_nodes(cluster)
 
-    def _snapshot_nodes(self, cluster: ProcessCluster) -> None:
+    def _snapshot_nodes(self, cluster: Cluster) -> None:
         """Store listings and the nodes' own view, taken at the end."""
         for name, status in cluster.statuses().items():
             node = cluster.node(name)
@@ -206,6 +216,7 @@ class _Run:
                 },
             }
             write_json(node.plan.node_dir / "store.json", listing)
+            self.events.emit("node.status", name, role=None if status is None else status.role)
 
     def _teardown(self) -> None:
         errors: list[str] = []
@@ -237,6 +248,7 @@ def run_scenario(
 ) -> RunOutcome:
     """Run `spec` into a new run folder under `runs_dir`, judge it, write result.json."""
     shown = progress or NoProgress()
+    spec = replace(spec, git_revision=git_revision(Path(__file__).resolve().parent.parent))
     folder = RunFolder.create(runs_dir, spec.scenario, spec.seed)
     run = _Run(spec, scenario, folder, shown)
     with _interrupts_as_exceptions():
@@ -256,8 +268,10 @@ def run_scenario(
             )
             raise
     check = check_path(folder.history)
-    verdict = scenario.prediction.judge(check)
-    metrics = run_metrics(read_history(folder.history), read_events(folder.events))
+    events = read_events(folder.events)
+    metrics = run_metrics(read_operations(folder.history), events)
+    prediction = scenario.prediction_for(spec)
+    verdict = prediction.judge(check, events, metrics)
     outcome = RunOutcome(folder, spec, verdict, check, metrics)
     write_json(
         folder.result,
@@ -269,7 +283,7 @@ def run_scenario(
             "backend": spec.backend,
             "verdict": verdict.outcome,
             "reasons": list(verdict.reasons),
-            "prediction": scenario.prediction.text,
+            "prediction": prediction.text,
             "check": check.to_json(),
             "metrics": metrics.to_json(),
             "reproduce": reproduce_command(folder),

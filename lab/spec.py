@@ -16,6 +16,7 @@ __all__ = [
     "BACKENDS",
     "TARGETS",
     "Durability",
+    "GroupSettings",
     "RunSpec",
     "Topology",
     "Workload",
@@ -23,13 +24,15 @@ __all__ = [
     "parse_seed",
 ]
 
-BACKENDS = ("process",)
+BACKENDS = ("process", "docker")
 TARGETS = ("broker_ref",)
 SPEC_VERSION = 1
 MAX_SEED = 2**63 - 1
 
 SyncPolicy = Literal["SYNC", "WRITE_NO_SYNC", "NO_SYNC"]
 AckPolicy = Literal["ALL", "SIMPLE_MAJORITY", "NONE"]
+SYNC_POLICIES: tuple[SyncPolicy, ...] = ("SYNC", "WRITE_NO_SYNC", "NO_SYNC")
+ACK_POLICIES: tuple[AckPolicy, ...] = ("ALL", "SIMPLE_MAJORITY", "NONE")
 
 
 @dataclass(frozen=True)
@@ -52,9 +55,72 @@ class Durability:
     ack_policy: AckPolicy = "SIMPLE_MAJORITY"
     coalescing_sync: bool = True
 
+    def __post_init__(self) -> None:
+        if self.master_sync not in SYNC_POLICIES or self.replica_sync not in SYNC_POLICIES:
+            raise UsageError(
+                f"bad durability {self.triplet}: sync policies are {', '.join(SYNC_POLICIES)}"
+            )
+        if self.ack_policy not in ACK_POLICIES:
+            raise UsageError(
+                f"bad durability {self.triplet}: ack policies are {', '.join(ACK_POLICIES)}"
+            )
+        if self.master_sync == "SYNC" and self.coalescing_sync:
+            # The seeds: SYNC on the master with coalescing-sync "cannot be used".
+            raise UsageError(
+                f"durability {self.triplet} with coalescing-sync cannot be used "
+                "(master sync policy SYNC needs --no-coalescing)"
+            )
+
     @property
     def triplet(self) -> str:
         return f"{self.master_sync},{self.replica_sync},{self.ack_policy}"
+
+    @staticmethod
+    def parse(triplet: str, coalescing_sync: bool = True) -> Durability:
+        """`MASTER_SYNC,REPLICA_SYNC,ACK_POLICY` as the seeds write it."""
+        parts = [part.strip().upper() for part in triplet.split(",")]
+        if len(parts) != 3:
+            raise UsageError(
+                f"bad durability {triplet!r}: give <master sync>,<replica sync>,<ack policy>, "
+                "e.g. NO_SYNC,NO_SYNC,SIMPLE_MAJORITY"
+            )
+        return Durability(parts[0], parts[1], parts[2], coalescing_sync)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class GroupSettings:
+    """The HA group's node attributes and timings (the seeds' names in brackets).
+
+    `priority` maps a node to 0..3 (Never, Normal, High, Highest; unlisted nodes
+    are Normal); `designated_primary` lists the nodes set true (groups of two only);
+    `rep_stream_timeout_s` is how long a master keeps the log a missing replica
+    needs (je.rep.repStreamTimeout); `insufficient_replicas_timeout_s` is how long
+    a commit waits for its replicas (je.rep.insufficientReplicasTimeout).
+    """
+
+    priority: Mapping[str, int] = field(default_factory=dict)
+    designated_primary: tuple[str, ...] = ()
+    quorum_override: int = 0
+    heartbeat_interval_s: float = 0.1
+    election_timeout_s: float = 0.6
+    insufficient_replicas_timeout_s: float = 5.0
+    rep_stream_timeout_s: float = 3600.0
+
+    def priority_of(self, node: str) -> int:
+        return int(self.priority.get(node, 1))
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["priority"] = dict(self.priority)
+        out["designated_primary"] = list(self.designated_primary)
+        return out
+
+    @staticmethod
+    def from_json(raw: Mapping[str, Any]) -> GroupSettings:
+        fields = dict(raw)
+        fields["priority"] = {str(k): int(v) for k, v in dict(fields.get("priority", {})).items()}
+        fields["designated_primary"] = tuple(str(n) for n in fields.get("designated_primary", ()))
+        return GroupSettings(**fields)
 
 
 @dataclass(frozen=True)
@@ -69,6 +135,12 @@ class Workload:
     duration_s: float = 12.0
     queue: str = "lab"
     drain_timeout_s: float = 30.0
+    # False: consumers start only when the load is over, and drain (messages wait in the queue,
+    # so a broker that drops acknowledged ones cannot hide it behind fast consumers).
+    consume_during_load: bool = True
+    # True: producer p<i> tries node n<i> first (its URL list rotated), so clients reach
+    # different nodes when more than one will take them.
+    spread_producers: bool = False
 
 
 @dataclass(frozen=True)
@@ -80,6 +152,7 @@ class RunSpec:
     topology: Topology = field(default_factory=Topology)
     durability: Durability = field(default_factory=Durability)
     workload: Workload = field(default_factory=Workload)
+    group: GroupSettings = field(default_factory=GroupSettings)
     schedule: tuple[FaultOp, ...] = ()
     lab_version: str = __version__
     git_revision: str | None = None
@@ -97,6 +170,7 @@ class RunSpec:
             "topology": asdict(self.topology),
             "durability": asdict(self.durability),
             "workload": asdict(self.workload),
+            "group": self.group.to_json(),
             "schedule": [op.to_json() for op in self.schedule],
             "lab_version": self.lab_version,
             "git_revision": self.git_revision,
@@ -113,6 +187,7 @@ class RunSpec:
                 topology=Topology(**raw.get("topology", {})),
                 durability=Durability(**raw.get("durability", {})),
                 workload=Workload(**raw.get("workload", {})),
+                group=GroupSettings.from_json(raw.get("group", {})),
                 schedule=ops_from_json(list(raw.get("schedule", []))),
                 lab_version=str(raw.get("lab_version", __version__)),
                 git_revision=raw.get("git_revision"),

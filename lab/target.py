@@ -11,11 +11,20 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
-from lab.spec import Durability
+from lab.management import ManagementClient
+from lab.spec import Durability, GroupSettings
 
-__all__ = ["ClusterPlan", "LogRecord", "NodePlan", "NodeStatus", "Target", "parse_oplog_line"]
+__all__ = [
+    "ClusterPlan",
+    "LogRecord",
+    "ManagedTarget",
+    "NodePlan",
+    "NodeStatus",
+    "Target",
+    "parse_oplog_line",
+]
 
 
 @dataclass(frozen=True)
@@ -35,6 +44,11 @@ class ClusterPlan:
     durability: Durability
     # node -> peer -> "host:port" the node dials to reach the peer (a Toxiproxy proxy)
     peer_addresses: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    settings: GroupSettings = field(default_factory=GroupSettings)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(plan.name for plan in self.nodes)
 
     def node(self, name: str) -> NodePlan:
         for plan in self.nodes:
@@ -94,4 +108,13 @@ class Target(Protocol):
 
     def parse_log_line(self, line: str) -> LogRecord | None:
         """One operational-log line as a record with its code, or None."""
+        ...
+
+
+@runtime_checkable
+class ManagedTarget(Protocol):
+    """A target whose nodes have a Broker-J-style management API (lab.management)."""
+
+    def management(self, node: NodePlan) -> ManagementClient:
+        """A client for the node's management API, with the credentials the node was given."""
         ...

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from lab.backends import make_cluster
+from lab.backends import Cluster, make_cluster
 from lab.errors import ClusterError, InputError, UsageError
 from lab.runstore import write_json
 from lab.spec import Durability, Topology
@@ -60,9 +60,20 @@ def cluster_up(
             "toxiproxy_api": f"http://127.0.0.1:{cluster.proxy_client().port}",
             "links": sorted(cluster.proxies),
             "pids": cluster.pids(),
+            **_docker_record(cluster),
         },
     )
     return described
+
+
+def _docker_record(cluster: Cluster) -> dict[str, Any]:
+    """A docker cluster's run id (its containers' label) and container names."""
+    if cluster.backend != "docker":
+        return {}
+    from lab.docker.cluster import DockerCluster
+
+    assert isinstance(cluster, DockerCluster)
+    return {"docker_run": cluster.run_id, "containers": cluster.containers()}
 
 
 def _alive(pid: int) -> bool:
@@ -88,9 +99,11 @@ def cluster_down(state_dir: Path, timeout_s: float = 5.0) -> list[str]:
     """Stop what `lab up` started; return the names stopped. No state file: nothing to do."""
     state = _state_path(state_dir)
     if not state.exists():
-        return []
+        return _reap_docker_leftovers()
     try:
         recorded = json.loads(state.read_text(encoding="utf-8"))
+        if recorded.get("backend") == "docker":
+            return _docker_down(state, str(recorded["docker_run"]), Path(recorded["work_dir"]))
         pids = {str(k): int(v) for k, v in recorded["pids"].items()}
         work_dir = str(recorded["work_dir"])
     except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -116,6 +129,23 @@ def cluster_down(state_dir: Path, timeout_s: float = 5.0) -> list[str]:
         raise ClusterError("some processes of the cluster would not stop")
     state.unlink()
     return stopped
+
+
+def _docker_down(state: Path, run_id: str, work_dir: Path) -> list[str]:
+    from lab.docker.reaper import down
+
+    removed = down(run_id, work_dir)
+    state.unlink()
+    return removed
+
+
+def _reap_docker_leftovers() -> list[str]:
+    """Containers of runs whose lab process died, where Docker is there to ask."""
+    try:
+        from lab.docker.reaper import reap_leftovers
+    except ImportError:
+        return []
+    return [f"leftover run {run_id}" for run_id in reap_leftovers()]
 
 
 def _reap(pid: int) -> None:

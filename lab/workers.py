@@ -31,19 +31,18 @@ class WorkerPlan:
     argv: tuple[str, ...]
 
 
+def _failover_list(urls: list[str], nodes: tuple[str, ...], first: int) -> tuple[str, ...]:
+    """The URL list and its nodes, rotated to begin at index `first`."""
+    k = first % len(urls) if urls else 0
+    return ("--urls", ",".join(urls[k:] + urls[:k]), "--nodes", ",".join(nodes[k:] + nodes[:k]))
+
+
 def worker_plans(
     workload: Workload, urls: list[str], nodes: tuple[str, ...], run_start_ns: int
 ) -> tuple[WorkerPlan, ...]:
-    common = (
-        "--urls",
-        ",".join(urls),
-        "--nodes",
-        ",".join(nodes),
-        "--queue",
-        workload.queue,
-        "--run-start-ns",
-        str(run_start_ns),
-    )
+    """Consumers, then producers. With `spread_producers`, producer p<i> tries node i first."""
+    rest = ("--queue", workload.queue, "--run-start-ns", str(run_start_ns))
+    common = (*_failover_list(urls, nodes, 0), *rest)
     producers = tuple(
         WorkerPlan(
             f"p{i}",
@@ -54,7 +53,11 @@ def worker_plans(
                 "clients.producer",
                 "--process",
                 f"p{i}",
-                *common,
+                *(
+                    (*_failover_list(urls, nodes, i - 1), *rest)
+                    if workload.spread_producers
+                    else common
+                ),
                 "--rate",
                 str(workload.rate),
                 "--size",
@@ -98,6 +101,9 @@ class WorkerProcess:
         self.garbage = 0
 
     def start(self) -> None:
+        """Start the worker process; a worker already started is left as it is."""
+        if self.proc is not None:
+            return
         with self.log_path.open("ab") as err:
             self.proc = subprocess.Popen(
                 list(self.plan.argv),

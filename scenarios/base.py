@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from clients.checker import CheckResult
 from faults.ops import FaultOp
-from lab.spec import Durability, RunSpec, Topology, Workload
+from lab.metrics import RunMetrics
+from lab.spec import Durability, GroupSettings, RunSpec, Topology, Workload
+from scenarios.expectations import Expectation
+from scenarios.facts import RunFacts, UnknownReference
 
-__all__ = ["Prediction", "Scenario", "Verdict", "fault_window"]
+__all__ = ["Prediction", "Scenario", "Verdict", "fault_window", "uniform"]
 
 Outcome = Literal["held", "broken", "unknown"]
 
@@ -28,18 +31,26 @@ class Verdict:
 
 @dataclass(frozen=True)
 class Prediction:
-    """What the documents predict for the run's messages.
+    """What the documents predict for a run.
 
     `loss` is "none" (no acknowledged message may be lost) or "detected" (the
     documents predict loss; the lab must see it). `duplicates_allowed` says whether
-    a message may be delivered twice.
+    a message may be delivered twice. `two_masters` is "forbidden" (never two nodes
+    MASTER at once), "expected" (the documents predict a split brain) or "either".
+    `expect` lists the rest (scenarios.expectations): log codes, roles at the end,
+    service stopped / continued / resumed around the faults.
     """
 
     text: str
     loss: Literal["none", "detected"] = "none"
     duplicates_allowed: bool = True
+    two_masters: Literal["forbidden", "expected", "either"] = "either"
+    expect: tuple[Expectation, ...] = ()
 
-    def judge(self, check: CheckResult) -> Verdict:
+    def judge(
+        self, check: CheckResult, events: Iterable[Mapping[str, Any]], metrics: RunMetrics
+    ) -> Verdict:
+        """The verdict with every reason it is not `held`."""
         reasons: list[str] = []
         if check.acknowledged == 0:
             return Verdict(
@@ -64,6 +75,26 @@ class Prediction:
                 reasons.append(f"{check.lost.count} acknowledged message(s) lost")
         elif check.lost.count == 0:
             reasons.append("the documents predict acknowledged loss here, and none was seen")
+        elif check.valid == "unknown" and not reasons:
+            return Verdict(
+                "unknown",
+                (
+                    f"{check.lost.count} acknowledged message(s) not received, but the "
+                    "consumers could not drain the queue, so the loss is not established",
+                ),
+            )
+        if self.two_masters == "forbidden" and metrics.two_masters_seen:
+            reasons.append("two nodes were MASTER at the same time")
+        elif self.two_masters == "expected" and not metrics.two_masters_seen:
+            reasons.append("the documents predict two masters at once here, and none were seen")
+        facts = RunFacts.gather(events, metrics)
+        for expectation in self.expect:
+            try:
+                reason = expectation.unmet(facts)
+            except UnknownReference as exc:
+                reason = f"{expectation}: {exc}"
+            if reason is not None:
+                reasons.append(reason)
         return Verdict("broken", tuple(reasons)) if reasons else Verdict("held", ())
 
 
@@ -79,8 +110,18 @@ class Scenario:
     topology: Topology = field(default_factory=Topology)
     workload: Workload = field(default_factory=Workload)
     durability: Durability = field(default_factory=Durability)
+    group: GroupSettings = field(default_factory=GroupSettings)
+    # When the prediction depends on the run's settings (e.g. the durability triplet).
+    predict: Callable[[RunSpec], Prediction] | None = None
 
-    def spec(self, seed: int, *, backend: str = "process", target: str = "broker_ref") -> RunSpec:
+    def spec(
+        self,
+        seed: int,
+        *,
+        backend: str = "process",
+        target: str = "broker_ref",
+        durability: Durability | None = None,
+    ) -> RunSpec:
         """The run spec for a seed, with the schedule computed from it (a pure function)."""
         base = RunSpec(
             scenario=self.name,
@@ -88,10 +129,15 @@ class Scenario:
             target=target,
             backend=backend,
             topology=self.topology,
-            durability=self.durability,
+            durability=durability or self.durability,
             workload=self.workload,
+            group=self.group,
         )
         return base.with_schedule(self.schedule(base, random.Random(seed)))
+
+    def prediction_for(self, spec: RunSpec) -> Prediction:
+        """The prediction for this run's settings."""
+        return self.predict(spec) if self.predict is not None else self.prediction
 
 
 def fault_window(
@@ -116,3 +162,8 @@ def fault_window(
             params=params,
         ),
     )
+
+
+def uniform(rng: random.Random, low: float, high: float) -> float:
+    """A time in [low, high] seconds, to the millisecond."""
+    return round(rng.uniform(low, high), 3)

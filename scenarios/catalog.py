@@ -6,11 +6,48 @@ from collections.abc import Mapping
 
 from lab.errors import UsageError
 from scenarios.base import Scenario
+from scenarios.durability_matrix import DURABILITY_MATRIX
+from scenarios.random_faults import RANDOM
+from scenarios.replicated_group import (
+    MASTER_FAILURE,
+    NEVER_PRIORITY_LOSS,
+    QUORUM_LOSS,
+    QUORUM_OVERRIDE,
+    REJOIN_AFTER_RETENTION,
+    REPLICA_GC_STALL,
+    REPLICA_GC_STALL_ALL,
+    TRANSFER_MASTER,
+)
 from scenarios.single_node import SINGLE_NODE_CRASH
+from scenarios.two_node_group import (
+    PARTITION_AND_RECOVERY,
+    REPLICA_FAILURE,
+    SPLIT_BRAIN,
+    TWO_NODE_MASTER_FAILURE,
+)
 
 __all__ = ["SCENARIOS", "scenario_named"]
 
-SCENARIOS: Mapping[str, Scenario] = {s.name: s for s in (SINGLE_NODE_CRASH,)}
+SCENARIOS: Mapping[str, Scenario] = {
+    s.name: s
+    for s in (
+        SINGLE_NODE_CRASH,
+        MASTER_FAILURE,
+        TWO_NODE_MASTER_FAILURE,
+        REPLICA_FAILURE,
+        PARTITION_AND_RECOVERY,
+        SPLIT_BRAIN,
+        QUORUM_LOSS,
+        QUORUM_OVERRIDE,
+        NEVER_PRIORITY_LOSS,
+        TRANSFER_MASTER,
+        REPLICA_GC_STALL,
+        REPLICA_GC_STALL_ALL,
+        DURABILITY_MATRIX,
+        REJOIN_AFTER_RETENTION,
+        RANDOM,
+    )
+}
 
 
 def scenario_named(name: str) -> Scenario:

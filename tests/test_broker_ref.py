@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import errno
 import json
 import os
@@ -254,6 +255,7 @@ def test_config_defaults_and_relative_data_dir(tmp_path: Path) -> None:
         host="127.0.0.1",
         coalescing_sync=True,
         idle_timeout_s=2.0,
+        permitted_nodes=("n1",),
     )
 
 
@@ -426,10 +428,12 @@ class NodeProcess:
             time.sleep(0.05)
         raise AssertionError(f"node not MASTER after {timeout_s}s: {self.stderr()}")
 
-    def get(self, path: str) -> tuple[int, dict[str, Any]]:
+    def get(self, path: str, auth: str = "admin:admin") -> tuple[int, dict[str, Any]]:
         url = f"http://127.0.0.1:{self.config['management_port']}{path}"
+        request = urllib.request.Request(url)
+        request.add_header("Authorization", "Basic " + base64.b64encode(auth.encode()).decode())
         try:
-            with urllib.request.urlopen(url, timeout=5) as response:
+            with urllib.request.urlopen(request, timeout=5) as response:
                 return response.status, json.loads(response.read())
         except urllib.error.HTTPError as exc:
             return exc.code, json.loads(exc.read())
@@ -631,13 +635,16 @@ def test_management_api_reports_health_and_the_virtualhostnode(start_node: NodeF
     assert node.get("/health") == (200, {"status": "ok", "name": "n1", "role": "MASTER"})
     status, body = node.get("/api/latest/virtualhostnode/n1")
     assert status == 200
-    assert body == {
-        "name": "n1",
-        "groupName": "weather",
-        "role": "MASTER",
-        "lastKnownReplicationTransactionId": 3,
-        "queues": {"q": {"depth": 2, "unacked": 0}},
-    }
+    assert body["name"] == "n1"
+    assert body["groupName"] == "weather"
+    assert body["role"] == "MASTER"
+    assert body["lastKnownReplicationTransactionId"] == 3
+    assert body["queues"] == {"q": {"depth": 2, "unacked": 0}}
+    assert body["priority"] == 1 and body["designatedPrimary"] is False
+    assert body["quorumOverride"] == 0
+    assert body["durability"] == "NO_SYNC,NO_SYNC,SIMPLE_MAJORITY"
+    assert node.get("/api/latest/virtualhostnode/n1", auth="admin:wrong")[0] == 401
+    assert node.get("/api/latest/remotereplicationnode/n1") == (200, [])
     assert node.get("/api/latest/virtualhostnode/n2")[0] == 404
     assert node.get("/nothing/here")[0] == 404
 
@@ -655,10 +662,10 @@ def test_operational_log_tells_the_startup_and_the_clean_shutdown(
         "MST-1002",
         "MST-1004",
         "MST-1005",
-        "MST-1006",
-        "HA-1010",
         "BRK-1002",
         "BRK-1004",
+        "MST-1006",
+        "HA-1010",
     ]
     assert codes[-2:] == ["MST-1003", "BRK-1005"]
     role_change = "Role change reported: Node : 'n1' : from 'WAITING' to 'MASTER'"

@@ -14,8 +14,13 @@ Say: TypeAlias = Callable[[str], None]
 
 @dataclass(frozen=True)
 class Benchmark:
-    """One benchmark: `run(say)` reports progress through `say` and returns the figure line."""
+    """One benchmark: `run(say)` reports progress through `say` and returns the figure line.
+
+    It runs on local processes; one that can also run on another backend has
+    `run_on(say, backend)`.
+    """
 
     name: str
     description: str
     run: Callable[[Say], str]
+    run_on: Callable[[Say, str], str] | None = None

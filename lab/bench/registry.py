@@ -4,14 +4,22 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from lab.bench import checker, startup, throughput
+from lab.bench import checker, durability, failover, report, startup, throughput
 from lab.bench._base import Benchmark
 from lab.errors import UsageError
 
 __all__ = ["BENCHMARKS", "benchmark_named"]
 
 BENCHMARKS: Mapping[str, Benchmark] = {
-    b.name: b for b in (checker.BENCHMARK, startup.BENCHMARK, throughput.BENCHMARK)
+    b.name: b
+    for b in (
+        checker.BENCHMARK,
+        startup.BENCHMARK,
+        throughput.BENCHMARK,
+        failover.BENCHMARK,
+        durability.BENCHMARK,
+        report.BENCHMARK,
+    )
 }
 
 

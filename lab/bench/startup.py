@@ -17,12 +17,12 @@ __all__ = ["BENCHMARK"]
 TRIALS = 5
 
 
-def _one(work_dir: Path) -> float:
+def _one(work_dir: Path, nodes: int = 1) -> float:
     started = time.perf_counter()
-    cluster = make_cluster("process", "broker_ref", Topology(nodes=1), Durability(), work_dir)
+    cluster = make_cluster("process", "broker_ref", Topology(nodes=nodes), Durability(), work_dir)
     try:
-        cluster.start()
-        send_one(cluster.client_urls()[0])
+        master = cluster.start()
+        send_one(cluster.client_urls()[cluster.node_names.index(master)])
         return time.perf_counter() - started
     finally:
         cluster.stop()
@@ -42,8 +42,31 @@ def run(say: Say) -> str:
     )
 
 
+def run_on(say: Say, backend: str) -> str:
+    """The Docker figures (image build from nothing, a 3-node group ready) beside the
+    process backend's, measured in the same run."""
+    if backend == "process":
+        return run(say)
+    from lab.docker.bench import measure_image_build, measure_startup
+
+    build_s = measure_image_build(say)
+    docker_s = [measure_startup(3, say) for _ in range(3)]
+    say("the process backend, for comparison (3 nodes)")
+    process_s = []
+    with tempfile.TemporaryDirectory(prefix="lab-bench-startup-") as tmp:
+        for trial in range(3):
+            process_s.append(_one(Path(tmp) / f"t{trial}", nodes=3))
+    return (
+        f"startup --backend docker: image build from nothing {build_s:.1f} s (target <= 90 s); "
+        f"3-node group to the first acknowledged message: median "
+        f"{statistics.median(docker_s):.2f} s in containers (target <= 5 s) vs "
+        f"{statistics.median(process_s):.2f} s as local processes"
+    )
+
+
 BENCHMARK = Benchmark(
     name="startup",
     description="seconds from `lab up` (1 node, Toxiproxy, proxies) to the first acknowledged send",
     run=run,
+    run_on=run_on,
 )

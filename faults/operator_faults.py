@@ -1,0 +1,86 @@
+"""Operator actions through the nodes' management API (lab.management), each with its heal.
+
+    designate_primary   designatedPrimary true on the target; heal: false
+    quorum_override     quorumOverride = params.value (default 1); heal: 0 (the default)
+    set_priority        priority = params.value (0 Never … 3 Highest); heal: the value the
+                        node reported just before
+    transfer_master     role MASTER on the target (Broker-J's transfer master)
+
+A transfer has no heal: afterwards the group has another master and every node is
+in a healthy role, so there is nothing to undo; moving mastership back would be a
+second transfer with its own effects, not a repair.
+"""
+
+from __future__ import annotations
+
+from faults.base import as_managed
+from faults.ops import FaultOp
+from lab.errors import UsageError
+
+__all__ = ["DesignatePrimary", "QuorumOverride", "SetPriority", "TransferMaster"]
+
+
+def _int_param(op: FaultOp, name: str, default: int, low: int, high: int) -> int:
+    raw = op.params.get(name, default)
+    if isinstance(raw, bool) or not isinstance(raw, int | str):
+        raise UsageError(f"fault {op.id}: params.{name} must be an integer")
+    try:
+        value = int(raw)
+    except ValueError:
+        raise UsageError(f"fault {op.id}: params.{name} must be an integer") from None
+    if not low <= value <= high:
+        raise UsageError(f"fault {op.id}: params.{name} must be in {low}..{high}")
+    return value
+
+
+class DesignatePrimary:
+    kind = "designate_primary"
+
+    def apply(self, cluster: object, op: FaultOp) -> None:
+        as_managed(cluster, self.kind).management(op.target).set_attributes(designatedPrimary=True)
+
+    def heal(self, cluster: object, op: FaultOp) -> None:
+        as_managed(cluster, self.kind).management(op.target).set_attributes(designatedPrimary=False)
+
+
+class QuorumOverride:
+    kind = "quorum_override"
+
+    def apply(self, cluster: object, op: FaultOp) -> None:
+        value = _int_param(op, "value", 1, 0, 99)
+        as_managed(cluster, self.kind).management(op.target).set_attributes(quorumOverride=value)
+
+    def heal(self, cluster: object, op: FaultOp) -> None:
+        as_managed(cluster, self.kind).management(op.target).set_attributes(quorumOverride=0)
+
+
+class SetPriority:
+    """The priority read before applying is kept (by cluster and fault id) for the heal."""
+
+    kind = "set_priority"
+
+    def __init__(self) -> None:
+        self._before: dict[tuple[int, str, str], int] = {}
+
+    def apply(self, cluster: object, op: FaultOp) -> None:
+        value = _int_param(op, "value", 0, 0, 3)
+        client = as_managed(cluster, self.kind).management(op.target)
+        before = client.node_attributes().get("priority", 1)
+        self._before[(id(cluster), op.id, op.target)] = int(before)
+        client.set_attributes(priority=value)
+
+    def heal(self, cluster: object, op: FaultOp) -> None:
+        before = self._before.get((id(cluster), op.id, op.target))
+        if before is None:  # never applied: nothing to restore
+            return
+        as_managed(cluster, self.kind).management(op.target).set_attributes(priority=before)
+
+
+class TransferMaster:
+    kind = "transfer_master"
+
+    def apply(self, cluster: object, op: FaultOp) -> None:
+        as_managed(cluster, self.kind).management(op.target).set_attributes(role="MASTER")
+
+    def heal(self, cluster: object, op: FaultOp) -> None:
+        return None

@@ -1,0 +1,67 @@
+"""Network partitions between nodes: every node→node proxy across the cut, both directions.
+
+    partition   target: a label (e.g. "group"); params.sides "n1|n2,n3": no node of one
+                side reaches a node of the other; nodes on neither side keep all links
+    isolate     target: a node; it reaches no other node and no other node reaches it
+
+Clients keep their links (a client→node proxy is never cut here): a partitioned node
+still answers the clients that reach it, as a node behind a broken backbone would.
+The heal enables every proxy it disabled.
+"""
+
+from __future__ import annotations
+
+from faults.base import as_proxied, as_roled
+from faults.ops import FaultOp
+from faults.targets import split_sides
+from lab.errors import UsageError
+from lab.topology import partition_links
+
+__all__ = ["Isolate", "Partition", "isolate_links", "partition_sides"]
+
+
+def partition_sides(op: FaultOp) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    sides = op.params.get("sides")
+    if not isinstance(sides, str):
+        raise UsageError(f"fault {op.id}: partition needs params.sides, e.g. 'n1|n2,n3'")
+    return split_sides(sides)
+
+
+def isolate_links(node: str, nodes: tuple[str, ...]) -> tuple[str, ...]:
+    others = tuple(n for n in nodes if n != node)
+    if len(others) == len(nodes):
+        raise UsageError(f"no node named {node!r} (nodes: {', '.join(nodes)})")
+    return partition_links((node,), others) if others else ()
+
+
+def _set_links(cluster: object, kind: str, links: tuple[str, ...], enabled: bool) -> None:
+    proxied = as_proxied(cluster, kind)
+    client = proxied.proxy_client()
+    for link in links:
+        client.set_enabled(proxied.require_link(link), enabled)
+
+
+class Partition:
+    kind = "partition"
+
+    def _links(self, op: FaultOp) -> tuple[str, ...]:
+        return partition_links(*partition_sides(op))
+
+    def apply(self, cluster: object, op: FaultOp) -> None:
+        _set_links(cluster, self.kind, self._links(op), False)
+
+    def heal(self, cluster: object, op: FaultOp) -> None:
+        _set_links(cluster, self.kind, self._links(op), True)
+
+
+class Isolate:
+    kind = "isolate"
+
+    def _links(self, cluster: object, op: FaultOp) -> tuple[str, ...]:
+        return isolate_links(op.target, as_roled(cluster, self.kind).node_names)
+
+    def apply(self, cluster: object, op: FaultOp) -> None:
+        _set_links(cluster, self.kind, self._links(cluster, op), False)
+
+    def heal(self, cluster: object, op: FaultOp) -> None:
+        _set_links(cluster, self.kind, self._links(cluster, op), True)

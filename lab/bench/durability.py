@@ -1,0 +1,138 @@
+"""durability: the seeds' performance table (P1) for broker_ref.
+
+Acknowledged messages per second for 1/1, 2/2, 4/4 and 8/8 producers/consumers
+(unlimited rate, 100-byte messages, through Toxiproxy) on a single node and on a
+group of two under the seeds' durability triplets, with and without coalescing-sync;
+each as a percentage of the single node with the same clients. The last line is the
+headline: the default HA settings (NO_SYNC,NO_SYNC,SIMPLE_MAJORITY, coalescing-sync)
+as a percentage of the single node, averaged over the client counts.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from lab.backends import make_cluster
+from lab.bench._base import Benchmark, Say
+from lab.events import NoEvents
+from lab.runstore import HistoryRecorder
+from lab.spec import Durability, Topology, Workload
+from lab.workers import WorkerProcess, worker_plans
+
+__all__ = ["BENCHMARK", "CONFIGURATIONS", "Configuration"]
+
+CLIENTS = (1, 2, 4, 8)
+WARMUP_S = 1.0
+MEASURE_S = 3.0
+TARGET_PERCENT = 50.0
+
+
+@dataclass(frozen=True)
+class Configuration:
+    label: str
+    nodes: int
+    durability: Durability
+
+
+CONFIGURATIONS = (
+    Configuration("single node", 1, Durability()),
+    Configuration("SYNC,SYNC,ALL", 2, Durability("SYNC", "SYNC", "ALL", False)),
+    Configuration(
+        "WRITE_NO_SYNC,WRITE_NO_SYNC,ALL",
+        2,
+        Durability("WRITE_NO_SYNC", "WRITE_NO_SYNC", "ALL", False),
+    ),
+    Configuration(
+        "WRITE_NO_SYNC,WRITE_NO_SYNC,ALL +cs",
+        2,
+        Durability("WRITE_NO_SYNC", "WRITE_NO_SYNC", "ALL", True),
+    ),
+    Configuration(
+        "WRITE_NO_SYNC,NO_SYNC,ALL +cs", 2, Durability("WRITE_NO_SYNC", "NO_SYNC", "ALL", True)
+    ),
+    Configuration("NO_SYNC,NO_SYNC,ALL +cs", 2, Durability("NO_SYNC", "NO_SYNC", "ALL", True)),
+    Configuration("NO_SYNC,NO_SYNC,SIMPLE_MAJORITY +cs (default)", 2, Durability()),
+)
+HEADLINE = CONFIGURATIONS[-1]
+
+
+def _measure(urls: list[str], nodes: tuple[str, ...], clients: int, work_dir: Path) -> float:
+    workload = Workload(
+        producers=clients, consumers=clients, rate=0.0, size=100, window=100, queue=f"q{clients}"
+    )
+    recorder = HistoryRecorder(work_dir / f"history-{clients}.jsonl")
+    workers = [
+        WorkerProcess(plan, recorder, work_dir, NoEvents())
+        for plan in worker_plans(workload, urls, nodes, time.monotonic_ns())
+    ]
+    try:
+        for worker in workers:
+            worker.start()
+        time.sleep(WARMUP_S)
+        first = recorder.acknowledged
+        time.sleep(MEASURE_S)
+        return (recorder.acknowledged - first) / MEASURE_S
+    finally:
+        for worker in workers:
+            worker.terminate()
+        recorder.close()
+
+
+def _row(config: Configuration, root: Path, say: Say) -> dict[int, float]:
+    work_dir = root / config.label.replace(",", "-").replace(" ", "_")
+    work_dir.mkdir()
+    cluster = make_cluster(
+        "process", "broker_ref", Topology(nodes=config.nodes), config.durability, work_dir
+    )
+    rates: dict[int, float] = {}
+    try:
+        cluster.start()
+        for clients in CLIENTS:
+            rates[clients] = _measure(cluster.client_urls(), cluster.node_names, clients, work_dir)
+            say(f"  {config.label}: {clients}/{clients} -> {rates[clients]:,.0f} msg/s")
+    finally:
+        cluster.stop()
+    return rates
+
+
+def table(rows: dict[str, dict[int, float]], baseline: dict[int, float]) -> list[str]:
+    """The table as lines: msg/s of the single node, then each configuration in % of it."""
+    width = max(len(label) for label in rows)
+    head = f"{'clients':<{width}}  " + "  ".join(f"{f'{c}/{c}':>9}" for c in CLIENTS)
+    lines = [head]
+    for label, rates in rows.items():
+        if rates is baseline:
+            cells = [f"{rates[c]:>7,.0f}/s" for c in CLIENTS]
+        else:
+            cells = [f"{100 * rates[c] / baseline[c]:>8.1f}%" for c in CLIENTS]
+        lines.append(f"{label:<{width}}  " + "  ".join(cells))
+    return lines
+
+
+def run(say: Say) -> str:
+    rows: dict[str, dict[int, float]] = {}
+    with tempfile.TemporaryDirectory(prefix="lab-bench-durability-") as tmp:
+        for config in CONFIGURATIONS:
+            say(f"{config.label} ({config.nodes} node{'s' if config.nodes > 1 else ''})")
+            rows[config.label] = _row(config, Path(tmp), say)
+    baseline = rows[CONFIGURATIONS[0].label]
+    for line in table(rows, baseline):
+        say(line)
+    headline = rows[HEADLINE.label]
+    share = sum(100 * headline[c] / baseline[c] for c in CLIENTS) / len(CLIENTS)
+    return (
+        f"durability: default HA settings ({HEADLINE.durability.triplet}, coalescing-sync, "
+        f"2 nodes) = {share:.0f}% of a single node's throughput (mean over "
+        f"{', '.join(f'{c}/{c}' for c in CLIENTS)} clients; target >= {TARGET_PERCENT:.0f}%)"
+    )
+
+
+BENCHMARK = Benchmark(
+    name="durability",
+    description="the seeds' table P1: msg/s on 1 node vs 2-node groups under each durability "
+    "triplet, as % of the single node",
+    run=run,
+)

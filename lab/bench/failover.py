@@ -1,0 +1,120 @@
+"""failover: seconds from a master kill -9 under load to the first acknowledged send on
+the new master, over many trials on one group of three.
+
+One producer (200 msg/s) and one consumer run throughout. Each trial waits for a ready
+group, kills the master, times the first acknowledgement from another node, then
+restarts the killed node and waits until it is a replica again.
+"""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from lab.backends import make_cluster
+from lab.bench._base import Benchmark, Say
+from lab.events import NoEvents
+from lab.runstore import HistoryRecorder
+from lab.spec import Durability, Topology, Workload
+from lab.workers import WorkerProcess, worker_plans
+
+__all__ = ["BENCHMARK", "percentile"]
+
+TRIALS = 20
+SETTLE_S = 0.5
+GIVE_UP_S = 15.0
+TARGET_P50_S = 1.5
+TARGET_P99_S = 3.0
+
+
+class _AckWatcher(HistoryRecorder):
+    """A history recorder that also keeps each acknowledged send's (time, node)."""
+
+    def __init__(self, path: Path, run_start_ns: int) -> None:
+        super().__init__(path)
+        self._run_start_ns = run_start_ns
+        self._acks: list[tuple[int, str | None]] = []
+        self._acks_lock = threading.Lock()
+
+    def record(self, op: dict[str, Any]) -> None:
+        super().record(op)
+        if op.get("f") == "send" and op.get("type") == "ok":
+            with self._acks_lock:
+                self._acks.append((self._run_start_ns + int(op["time"]), op.get("node")))
+
+    def first_ack_after(self, since_ns: int, not_on: str) -> int | None:
+        with self._acks_lock:
+            return next((t for t, n in self._acks if t > since_ns and n != not_on), None)
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The q-th percentile (0..100), interpolated between the closest ranks."""
+    ordered = sorted(values)
+    if not ordered:
+        raise ValueError("no values")
+    rank = (len(ordered) - 1) * q / 100
+    low = int(rank)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
+def _trial(cluster: Any, watcher: _AckWatcher) -> float:
+    master = cluster.wait_ready(timeout_s=30.0)
+    time.sleep(SETTLE_S)
+    killed_at = time.monotonic_ns()
+    cluster.kill(master)
+    deadline = time.monotonic() + GIVE_UP_S
+    found = None
+    while found is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+        found = watcher.first_ack_after(killed_at, master)
+    cluster.restart(master)
+    if found is None:
+        raise RuntimeError(f"no acknowledged send within {GIVE_UP_S} s of killing {master}")
+    return (found - killed_at) / 1e9
+
+
+def run(say: Say) -> str:
+    times: list[float] = []
+    with tempfile.TemporaryDirectory(prefix="lab-bench-failover-") as tmp:
+        root = Path(tmp)
+        cluster = make_cluster("process", "broker_ref", Topology(nodes=3), Durability(), root)
+        run_start = time.monotonic_ns()
+        watcher = _AckWatcher(root / "history.jsonl", run_start)
+        workers: list[WorkerProcess] = []
+        try:
+            cluster.start()
+            workload = Workload(producers=1, consumers=1, rate=200.0)
+            plans = worker_plans(workload, cluster.client_urls(), cluster.node_names, run_start)
+            workers = [WorkerProcess(p, watcher, root, NoEvents()) for p in plans]
+            for worker in workers:
+                worker.start()
+            for trial in range(TRIALS):
+                seconds = _trial(cluster, watcher)
+                times.append(seconds)
+                say(f"trial {trial + 1}/{TRIALS}: {seconds:.3f} s")
+            cluster.wait_ready(timeout_s=30.0)
+        finally:
+            for worker in workers:
+                worker.terminate()
+            watcher.close()
+            cluster.stop()
+    p50 = statistics.median(times)
+    p99 = percentile(times, 99)
+    return (
+        f"failover: p50 {p50:.3f} s, p99 {p99:.3f} s, worst {max(times):.3f} s from a master "
+        f"kill -9 to the first acknowledged send on the new master ({TRIALS} trials, 3 nodes; "
+        f"target p50 <= {TARGET_P50_S} s, p99 <= {TARGET_P99_S} s)"
+    )
+
+
+BENCHMARK = Benchmark(
+    name="failover",
+    description="master kill -9 under load on 3 nodes: p50/p99 seconds to the new master's "
+    "first acknowledged send",
+    run=run,
+)

@@ -1,0 +1,60 @@
+"""`random` over several seeds: whatever the schedule, no acknowledged message is lost.
+
+The schedules themselves are checked without processes for many seeds (one fault at a
+time, inside the load, each on a node, a role or a partition of the group); a handful of
+seeds run on real processes (CI time: each run takes about 25 s).
+"""
+
+from __future__ import annotations
+
+from itertools import pairwise
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from faults.targets import split_sides
+from lab.runner import reproduce_command, run_scenario
+from scenarios.catalog import scenario_named
+
+RUN_SEEDS = (3, 11, 29)
+
+
+@given(seed=st.integers(min_value=0, max_value=2**63 - 1))
+def test_random_schedules_apply_one_fault_at_a_time(seed: int) -> None:
+    scenario = scenario_named("random")
+    spec = scenario.spec(seed)
+    ops = spec.schedule
+    assert ops, "a schedule with no fault tests nothing"
+    windows = sorted(
+        (start.at_s, stop.at_s)
+        for start in ops
+        if start.action == "start"
+        for stop in ops
+        if stop.action == "stop" and stop.id == start.id
+    )
+    assert len(windows) * 2 == len(ops)
+    for (_, end), (next_start, _) in pairwise(windows):
+        assert next_start > end
+    assert windows[-1][1] < spec.workload.duration_s
+    for op in ops:
+        if op.fault == "partition":
+            a, b = split_sides(str(op.params["sides"]))
+            assert len(a) + len(b) == spec.topology.nodes
+        else:
+            assert op.target in (*spec.topology.node_names, "@master", "@replica:1", "@replica:2")
+
+
+@pytest.mark.processes
+@pytest.mark.parametrize("seed", RUN_SEEDS)
+def test_random_schedule_loses_no_acknowledged_message(
+    seed: int, tmp_path: Path, lab_backend: str
+) -> None:
+    scenario = scenario_named("random")
+    outcome = run_scenario(scenario.spec(seed, backend=lab_backend), scenario, tmp_path / "runs")
+    assert outcome.check.acknowledged > 0
+    assert outcome.verdict.held, (
+        f"{outcome.summary}\nrun folder: {outcome.folder.path}\n"
+        f"reproduce: {reproduce_command(outcome.folder)}"
+    )

@@ -1,0 +1,73 @@
+"""`lab report RUNS_DIR… --out DIR [--master URL] [--compact STORE] [--p99-factor F]`.
+
+The lead's `lab` command wires `add_arguments` into its `report` sub-command and calls
+`run_report`; progress goes through `say`, one line per stage.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from pathlib import Path
+
+from lab.errors import UsageError
+from spark_reports.defaults import DEFAULT_MASTER
+
+__all__ = ["add_arguments", "run_report"]
+
+DEFAULT_P99_FACTOR = 1.5
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "runs_dirs", nargs="+", type=Path, metavar="RUNS_DIR", help="folders of run folders"
+    )
+    parser.add_argument("--out", type=Path, required=True, help="where the report goes")
+    parser.add_argument(
+        "--master", default=DEFAULT_MASTER, help=f"Spark master URL (default {DEFAULT_MASTER})"
+    )
+    parser.add_argument(
+        "--compact",
+        type=Path,
+        metavar="STORE",
+        help="compact finished runs into this Parquet store first, and read from it",
+    )
+    parser.add_argument(
+        "--p99-factor",
+        type=float,
+        default=DEFAULT_P99_FACTOR,
+        help=f"flag a p99 that grew by more than this (default {DEFAULT_P99_FACTOR})",
+    )
+    parser.add_argument(
+        "--trend-by",
+        choices=("day", "revision"),
+        default="day",
+        help="trend periods: UTC days or lab git revisions (default day)",
+    )
+
+
+def run_report(args: argparse.Namespace, say: Callable[[str], None]) -> int:
+    """Build the report; 0 when it was written. Bad arguments raise `UsageError`."""
+    runs_dirs = tuple(Path(d) for d in args.runs_dirs)
+    for runs_dir in runs_dirs:
+        if not runs_dir.is_dir():
+            raise UsageError(f"runs directory {runs_dir} does not exist or is not a directory")
+    factor = float(args.p99_factor)
+    if not factor > 1.0:
+        raise UsageError(f"--p99-factor must be greater than 1, not {args.p99_factor}")
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} exists and is not a directory")
+    from spark_reports.jobs import ReportOptions, run_report_job
+
+    options = ReportOptions(
+        runs_dirs=runs_dirs,
+        out=out,
+        master=str(args.master),
+        store=None if args.compact is None else Path(args.compact),
+        p99_factor=factor,
+        trend_by=args.trend_by,
+    )
+    page = run_report_job(options, say)
+    say(f"report: {page}")
+    return 0

@@ -1,0 +1,204 @@
+"""The report job: extract inputs, transform them into report frames, load them into files.
+
+extract_inputs   run folders (+ the Parquet store) → labelled runs, latency history
+report_frames    pure: runs + latency histogram → reliability, performance, trend frames
+run_report_job   the whole job into `--out`: CSV + Parquet per table, report.html
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+
+from spark_reports.compaction import compact_records
+from spark_reports.extract import (
+    LATENCY_COLUMNS,
+    read_history_jsonl,
+    runs_frame,
+    store_history,
+    store_latency,
+    store_runs,
+)
+from spark_reports.labels import with_labels
+from spark_reports.latency import latency_histogram, message_latencies
+from spark_reports.outputs import collect_table, write_table
+from spark_reports.performance import change_vs_baseline, performance_pivot, performance_table
+from spark_reports.reliability import broken_runs, reliability_table, unreadable_runs
+from spark_reports.report_page import report_html
+from spark_reports.run_folders import read_runs
+from spark_reports.session import DEFAULT_MASTER, spark_session
+from spark_reports.trend import TrendBy, regressions, trend_table, with_period
+
+__all__ = [
+    "Inputs",
+    "ReportFrames",
+    "ReportOptions",
+    "ReportTables",
+    "collect_frames",
+    "extract_inputs",
+    "report_frames",
+    "run_report_job",
+]
+
+Say = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class ReportOptions:
+    runs_dirs: tuple[Path, ...]
+    out: Path
+    master: str = DEFAULT_MASTER
+    store: Path | None = None
+    p99_factor: float = 1.5
+    trend_by: TrendBy = "day"
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """Labelled runs (store and folders) and their per-run latency histograms."""
+
+    runs: DataFrame
+    histogram: DataFrame
+    from_store: int
+    from_folders: int
+
+
+def extract_inputs(
+    spark: SparkSession, runs_dirs: Sequence[Path], store: Path | None, say: Say
+) -> Inputs:
+    """Every run in the store, plus every folder under `runs_dirs` the store does not have.
+
+    Histograms of stored runs come from the store (computed from its history if it has
+    none); those of the other runs from their history.jsonl.
+    """
+    records = read_runs(runs_dirs)
+    stored = store_runs(spark, store)
+    stored_ids = {row["run_id"] for row in stored.select("run_id").collect()}
+    fresh = [r for r in records if r.run_id not in stored_ids]
+    say(
+        f"extract: {len(records)} run folders, {len(stored_ids)} runs in the store, "
+        f"{sum(r.problem is not None for r in fresh)} unreadable"
+    )
+    runs = stored.drop("batch").unionByName(runs_frame(spark, fresh))
+    folders = [r.folder for r in fresh if r.problem is None]
+    histogram = latency_histogram(
+        message_latencies(read_history_jsonl(spark, folders).select(*LATENCY_COLUMNS))
+    )
+    if stored_ids:
+        compacted = store_latency(spark, store, stored)
+        if compacted is None:
+            compacted = latency_histogram(message_latencies(store_history(spark, store, stored)))
+        histogram = compacted.unionByName(histogram) if folders else compacted
+    return Inputs(with_labels(runs), histogram, len(stored_ids), len(fresh))
+
+
+@dataclass(frozen=True)
+class ReportFrames:
+    reliability: DataFrame
+    broken: DataFrame
+    unreadable: DataFrame
+    performance: DataFrame
+    trend: DataFrame
+    regressions: DataFrame
+
+
+def report_frames(
+    runs: DataFrame, histogram: DataFrame, *, trend_by: TrendBy, p99_factor: float
+) -> ReportFrames:
+    """Every report table, lazily; `histogram` is per run (`latency.latency_histogram`)."""
+    trend = trend_table(with_period(runs, trend_by), histogram)
+    return ReportFrames(
+        reliability=reliability_table(runs),
+        broken=broken_runs(runs),
+        unreadable=unreadable_runs(runs),
+        performance=change_vs_baseline(performance_table(runs, histogram)),
+        trend=trend,
+        regressions=regressions(trend, p99_factor),
+    )
+
+
+@dataclass(frozen=True)
+class ReportTables:
+    """The report's tables, collected, by file name."""
+
+    tables: dict[str, pa.Table]
+
+
+_ORDER = {
+    "reliability": ("scenario", "target", "backend", "nodes", "durability"),
+    "broken_runs": ("run_id",),
+    "unreadable_runs": ("run_id",),
+    "performance": ("scenario", "target", "backend", "producers", "consumers", "config_order"),
+    "trend": ("scenario", "target", "backend", "nodes", "durability", "producers", "period_start"),
+    "regressions": ("scenario", "target", "backend", "nodes", "durability", "period"),
+}
+
+
+def collect_frames(frames: ReportFrames, say: Say) -> ReportTables:
+    """Collect each frame (sorted) and the seeds'-layout pivots of the performance table."""
+    named = {
+        "reliability": frames.reliability,
+        "broken_runs": frames.broken,
+        "unreadable_runs": frames.unreadable,
+        "performance": frames.performance,
+        "trend": frames.trend,
+        "regressions": frames.regressions,
+    }
+    tables: dict[str, pa.Table] = {}
+    for name, frame in named.items():
+        tables[name] = collect_table(frame.orderBy(*_ORDER[name]))
+        say(f"transform: {name}, {tables[name].num_rows} rows")
+    performance = tables["performance"]
+    configs = _configs_in_order(performance)
+    for name, value in (
+        ("performance_change_pct", "change_pct"),
+        ("performance_kib_s", "throughput_kib_s"),
+        ("performance_ack_p99_ms", "ack_p99_ms"),
+    ):
+        pivot = performance_pivot(frames.performance, value, configs)
+        tables[name] = collect_table(pivot)
+    return ReportTables(tables)
+
+
+def _configs_in_order(performance: pa.Table) -> list[str]:
+    pairs = {
+        (row["config_order"], row["config"])
+        for row in performance.select(["config_order", "config"]).to_pylist()
+    }
+    return [config for _, config in sorted(pairs, key=lambda p: (p[0] or 0, p[1] or ""))]
+
+
+def run_report_job(options: ReportOptions, say: Say) -> Path:
+    """The whole report into `options.out`; returns the HTML page's path."""
+    say(f"spark: starting ({options.master})")
+    spark = spark_session(options.master)
+    if options.store is not None:
+        compact_records(spark, read_runs(options.runs_dirs), options.store, say=say)
+    inputs = extract_inputs(spark, options.runs_dirs, options.store, say)
+    runs = inputs.runs.cache()
+    say("transform: latencies from histories")
+    histogram = inputs.histogram.cache()
+    frames = report_frames(
+        runs, histogram, trend_by=options.trend_by, p99_factor=options.p99_factor
+    )
+    tables = collect_frames(frames, say)
+    histogram.unpersist()
+    runs.unpersist()
+    options.out.mkdir(parents=True, exist_ok=True)
+    for name, table in tables.tables.items():
+        write_table(table, options.out, name)
+    say(f"load: {len(tables.tables)} tables as CSV and Parquet in {options.out}")
+    page = options.out / "report.html"
+    directories = ", ".join(str(d) for d in options.runs_dirs)
+    summary = (
+        f"runs from {directories}: {inputs.from_folders} read from their folders, "
+        f"{inputs.from_store} from the store",
+        f"trend by {options.trend_by}; a p99 regression is growth over {options.p99_factor:g}×",
+    )
+    page.write_text(report_html(tables.tables, summary), encoding="utf-8")
+    say(f"load: {page}")
+    return page

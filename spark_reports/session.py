@@ -1,0 +1,69 @@
+"""The Spark session the jobs run in: quiet, no UI, nothing bound beyond 127.0.0.1."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from spark_reports.defaults import DEFAULT_MASTER
+
+__all__ = ["DEFAULT_MASTER", "spark_session"]
+
+
+_LOG_CONFIG = """\
+rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+"""
+
+
+def _log_config_file() -> Path:
+    """Spark's log4j2 configuration (errors only), written once per process."""
+    path = Path(tempfile.gettempdir()) / f"lab-report-log4j2-{os.getpid()}.properties"
+    if not path.is_file():
+        path.write_text(_LOG_CONFIG, encoding="utf-8")
+    return path
+
+
+def _on_this_machine(master: str) -> bool:
+    """A local master, or a standalone master on the loopback address."""
+    return master.startswith("local") or any(
+        master.startswith(f"spark://{host}:") for host in ("127.0.0.1", "localhost")
+    )
+
+
+def spark_session(master: str = DEFAULT_MASTER, *, app_name: str = "lab-report") -> SparkSession:
+    """Get (or reuse) the session for `master`: log level ERROR, no UI, loopback only.
+
+    On this machine the driver binds to 127.0.0.1 (the JVM reads SPARK_LOCAL_IP when it
+    starts, so it is set before the first session of the process) and shuffles into few
+    partitions; a remote cluster keeps its own network settings.
+    """
+    log_option = f"-Dlog4j2.configurationFile={_log_config_file().as_uri()}"
+    builder = (
+        SparkSession.builder.master(master)
+        .appName(app_name)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.extraJavaOptions", log_option)
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.adaptive.enabled", "true")
+        .config("spark.driver.memory", "4g")
+    )
+    if _on_this_machine(master):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        builder = (
+            builder.config("spark.driver.host", "127.0.0.1")
+            .config("spark.driver.bindAddress", "127.0.0.1")
+            .config("spark.sql.shuffle.partitions", "8")
+        )
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark

@@ -1,0 +1,452 @@
+"""broker_ref as a replicated group: the election and durability rules one by one, then real
+groups of node processes talking to each other directly (the scenarios add Toxiproxy)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from proton import Message
+from proton.utils import BlockingConnection
+
+from broker_ref.config import parse_config
+from broker_ref.durability import AckPolicy, SyncPolicy, parse_durability
+from broker_ref.election import Ballot, SelfElection, Voter, majority
+from broker_ref.errors import ConfigError
+from broker_ref.frame_log import FrameLog, term_in
+from broker_ref.group import Group
+from broker_ref.oplog import OperationalLog
+from broker_ref.records import Enqueue, encode_frame
+from broker_ref.roles import Role
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+# ---- the election rules (seed: "Behaviour of the Group") ----------------------------------------
+
+
+def _voter(**changes: Any) -> Voter:
+    base = dict(
+        name="n2",
+        last_txid=10,
+        last_term=1,
+        priority=1,
+        group_size=3,
+        quorum_override=0,
+        designated_primary=False,
+        master_recently_seen=False,
+    )
+    base.update(changes)
+    return Voter(**base)  # type: ignore[arg-type]
+
+
+def _ballot(**changes: Any) -> Ballot:
+    base = dict(candidate="n1", term=2, last_txid=10, last_term=1, priority=1)
+    base.update(changes)
+    return Ballot(**base)  # type: ignore[arg-type]
+
+
+def test_the_node_with_the_most_recent_transaction_wins() -> None:
+    rules = SelfElection()
+    assert rules.grants(_voter(last_txid=10), _ballot(last_txid=11))
+    assert not rules.grants(_voter(last_txid=12), _ballot(last_txid=11))
+    assert not rules.grants(_voter(last_term=2, last_txid=5), _ballot(last_term=1, last_txid=50))
+
+
+def test_priority_breaks_a_tie() -> None:
+    rules = SelfElection()
+    assert not rules.grants(_voter(priority=3), _ballot(priority=1))
+    assert rules.grants(_voter(priority=1), _ballot(priority=2))
+    assert rules.grants(_voter(priority=2), _ballot(priority=2))
+
+
+def test_priority_never_does_not_stand_but_votes_even_for_an_older_node() -> None:
+    rules = SelfElection()
+    assert not rules.may_stand(_voter(priority=0))
+    assert rules.may_stand(_voter(priority=1))
+    assert rules.grants(_voter(priority=0, last_txid=99), _ballot(last_txid=10))
+
+
+def test_a_live_master_is_not_deposed_except_by_a_transfer() -> None:
+    rules = SelfElection()
+    assert not rules.grants(_voter(master_recently_seen=True), _ballot(last_txid=50))
+    assert rules.grants(_voter(master_recently_seen=True, priority=3), _ballot(transfer=True))
+
+
+def test_votes_needed_majority_override_designated_primary() -> None:
+    rules = SelfElection()
+    assert [majority(n) for n in (1, 2, 3, 5)] == [1, 2, 2, 3]
+    assert rules.votes_needed(_voter(group_size=3)) == 2
+    assert rules.votes_needed(_voter(group_size=3, quorum_override=1)) == 1
+    assert rules.votes_needed(_voter(group_size=2)) == 2
+    assert rules.votes_needed(_voter(group_size=2, designated_primary=True)) == 1
+
+
+# ---- durability and acknowledgements ----------------------------------------------------------
+
+
+def test_durability_triplets_parse_and_refuse_nonsense() -> None:
+    d = parse_durability("sync,write_no_sync,all")
+    assert (d.master_sync, d.replica_sync, d.ack_policy) == (
+        SyncPolicy.SYNC,
+        SyncPolicy.WRITE_NO_SYNC,
+        AckPolicy.ALL,
+    )
+    for bad in ("SYNC,SYNC", "FAST,SYNC,ALL", "SYNC,SYNC,MOST"):
+        with pytest.raises(ValueError):
+            parse_durability(bad)
+
+
+def _config(tmp_path: Path, **extra: Any) -> Any:
+    raw = {
+        "name": "n1",
+        "amqp_port": 1001,
+        "management_port": 1002,
+        "replication_port": 1003,
+        "data_dir": str(tmp_path),
+        "peers": {"n2": "127.0.0.1:2003", "n3": "127.0.0.1:3003"},
+    }
+    raw.update(extra)
+    return parse_config(raw)
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ({"durability": "SYNC,NO_SYNC,ALL"}, "cannot be combined with coalescing"),
+        ({"priority": 4}, "priority"),
+        ({"quorum_override": 4}, "quorum_override"),
+        ({"designated_primary": True}, "group of two"),
+        ({"permitted_nodes": ["n1"]}, "permitted_nodes"),
+        ({"peers": {"n2": "nowhere"}}, "host:port"),
+    ],
+)
+def test_config_refuses_what_the_seeds_forbid(
+    tmp_path: Path, extra: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ConfigError, match=message):
+        _config(tmp_path, **extra)
+
+
+class _NoStore:
+    def __getattr__(self, name: str) -> Callable[..., None]:
+        return lambda *args, **kwargs: None
+
+
+def _group(tmp_path: Path, **extra: Any) -> Group:
+    log = OperationalLog("n1", open("/dev/null", "w"))  # noqa: SIM115
+    return Group(_config(tmp_path, **extra), log, FrameLog(), _NoStore())  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("durability", "override", "needed"),
+    [
+        ("NO_SYNC,NO_SYNC,SIMPLE_MAJORITY", 0, 1),
+        ("NO_SYNC,NO_SYNC,ALL", 0, 2),
+        ("NO_SYNC,NO_SYNC,NONE", 0, 0),
+        ("NO_SYNC,NO_SYNC,SIMPLE_MAJORITY", 1, 0),
+        ("NO_SYNC,NO_SYNC,SIMPLE_MAJORITY", 3, 2),
+    ],
+)
+def test_acknowledgements_a_commit_waits_for(
+    tmp_path: Path, durability: str, override: int, needed: int
+) -> None:
+    group = _group(tmp_path, durability=durability, quorum_override=override)
+    assert group.acks_needed() == needed
+
+
+def test_a_designated_primary_out_of_contact_commits_alone(tmp_path: Path) -> None:
+    group = _group(tmp_path, peers={"n2": "127.0.0.1:2003"}, designated_primary=True)
+    assert group.acks_needed() == 0
+    group._in_contact.add("n2")
+    assert group.acks_needed() == 1
+
+
+# ---- where a rejoining node's history diverged -------------------------------------------------
+
+
+def _log(terms: list[int]) -> FrameLog:
+    log = FrameLog()
+    for txid, term in enumerate(terms, start=1):
+        log.append(txid, term, encode_frame(Enqueue(txid, "q", txid, b"m", term)))
+    return log
+
+
+def test_term_boundaries_and_the_common_prefix(tmp_path: Path) -> None:
+    master = _log([1, 1, 1, 3, 3])
+    assert master.boundaries() == [(1, 1), (3, 4)]
+    assert [term_in(master.boundaries(), 5, t) for t in range(7)] == [None, 1, 1, 1, 3, 3, None]
+    group = _group(tmp_path)
+    group._frames = _log([1, 1, 1, 2, 2, 2])  # was master in term 2 while the others moved on
+    assert group._common_prefix(master.boundaries(), master.last_txid) == 3
+    group._frames = _log([1, 1])  # simply behind
+    assert group._common_prefix(master.boundaries(), master.last_txid) == 2
+    dropped = group._frames.truncate_after(1)
+    assert dropped == 1 and group._frames.last_txid == 1
+
+
+# ---- real groups ---------------------------------------------------------------------------------
+
+
+def _free_ports(count: int) -> list[int]:
+    socks = [socket.socket() for _ in range(count)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+class _Group:
+    def __init__(self, root: Path, size: int, **settings: Any) -> None:
+        self.root = root
+        names = [f"n{i}" for i in range(1, size + 1)]
+        ports = _free_ports(3 * size)
+        self.ports = {
+            n: (ports[3 * i], ports[3 * i + 1], ports[3 * i + 2]) for i, n in enumerate(names)
+        }
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.configs: dict[str, dict[str, Any]] = {}
+        for name in names:
+            amqp, mgmt, repl = self.ports[name]
+            config = {
+                "name": name,
+                "amqp_port": amqp,
+                "management_port": mgmt,
+                "replication_port": repl,
+                "data_dir": str(root / name / "data"),
+                "peers": {p: f"127.0.0.1:{self.ports[p][2]}" for p in names if p != name},
+            }
+            config.update(settings.get(name, {}))
+            config.update(settings.get("all", {}))
+            self.configs[name] = config
+
+    def start(self, name: str) -> None:
+        node_dir = self.root / name
+        node_dir.mkdir(parents=True, exist_ok=True)
+        path = node_dir / "config.json"
+        path.write_text(json.dumps(self.configs[name]))
+        with open(node_dir / "stdout.log", "ab") as out, open(node_dir / "stderr.log", "ab") as err:
+            self.procs[name] = subprocess.Popen(
+                [sys.executable, "-m", "broker_ref", "--config", str(path)],
+                stdout=out,
+                stderr=err,
+                cwd=REPO,
+            )
+
+    def kill(self, name: str) -> None:
+        proc = self.procs[name]
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+
+    def stop_all(self) -> None:
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+    def request(
+        self,
+        name: str,
+        method: str = "GET",
+        body: Any = None,
+        auth: str = "admin:admin",
+        what: str = "virtualhostnode",
+    ) -> tuple[int, Any]:
+        url = f"http://127.0.0.1:{self.ports[name][1]}/api/latest/{what}/{name}"
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(url, data=data, method=method)
+        req.add_header("Authorization", "Basic " + base64.b64encode(auth.encode()).decode())
+        req.add_header("Content-Type", "application/json")
+        try:
+            with urllib.request.urlopen(req, timeout=5) as reply:
+                return reply.status, json.loads(reply.read() or b"null")
+        except urllib.error.HTTPError as exc:
+            return exc.code, json.loads(exc.read() or b"null")
+        except OSError:
+            return 0, None
+
+    def roles(self) -> dict[str, str]:
+        found = {}
+        for name, proc in self.procs.items():
+            if proc.poll() is None:
+                status, body = self.request(name)
+                found[name] = body["role"] if status == 200 else "?"
+        return found
+
+    def wait_for(
+        self, test: Callable[[dict[str, str]], bool], timeout_s: float = 20.0
+    ) -> dict[str, str]:
+        deadline = time.monotonic() + timeout_s
+        roles: dict[str, str] = {}
+        while time.monotonic() < deadline:
+            roles = self.roles()
+            if test(roles):
+                return roles
+            time.sleep(0.1)
+        raise AssertionError(f"roles never settled: {roles}")
+
+    def master(self) -> str:
+        roles = self.wait_for(
+            lambda r: (
+                list(r.values()).count("MASTER") == 1
+                and all(v in ("MASTER", "REPLICA") for v in r.values())
+            )
+        )
+        return next(n for n, r in roles.items() if r == "MASTER")
+
+    def oplog(self, name: str) -> str:
+        return (self.root / name / "stdout.log").read_text()
+
+
+@pytest.fixture
+def make_group(tmp_path: Path) -> Iterator[Callable[..., _Group]]:
+    groups: list[_Group] = []
+
+    def make(size: int, start: bool = True, **settings: Any) -> _Group:
+        group = _Group(tmp_path / f"g{len(groups)}", size, **settings)
+        groups.append(group)
+        if start:
+            for name in group.configs:
+                group.start(name)
+        return group
+
+    yield make
+    for group in groups:
+        group.stop_all()
+
+
+def _send(port: int, count: int, prefix: str) -> None:
+    conn = BlockingConnection(f"127.0.0.1:{port}", timeout=10)
+    try:
+        sender = conn.create_sender("q")
+        for i in range(count):
+            sender.send(Message(id=f"{prefix}-{i}", body=b"x" * 100, durable=True), timeout=10)
+    finally:
+        conn.close()
+
+
+@pytest.mark.processes
+def test_a_group_elects_one_master_replicates_and_fails_over(
+    make_group: Callable[..., _Group],
+) -> None:
+    group = make_group(3)
+    master = group.master()
+    _send(group.ports[master][0], 30, "a")
+    time.sleep(0.5)
+    depths = {n: group.request(n)[1]["queues"]["q"]["depth"] for n in group.configs}
+    assert depths == {n: 30 for n in group.configs}
+    replica = next(n for n in group.configs if n != master)
+    assert group.request(replica)[1]["role"] == "REPLICA"
+    group.kill(master)
+    new_master = group.master()
+    assert new_master != master
+    _send(group.ports[new_master][0], 5, "b")
+    assert group.request(new_master)[1]["queues"]["q"]["depth"] == 35
+    group.start(master)
+    group.wait_for(lambda r: r.get(master) == "REPLICA")
+    time.sleep(0.5)
+    assert group.request(master)[1]["queues"]["q"]["depth"] == 35
+    assert "HA-1010" in group.oplog(new_master) and "MST-1006" in group.oplog(new_master)
+
+
+@pytest.mark.processes
+def test_management_validates_and_authenticates(make_group: Callable[..., _Group]) -> None:
+    group = make_group(3)
+    master = group.master()
+    replica = next(n for n in group.configs if n != master)
+    bad = [
+        {"priority": 7},
+        {"quorumOverride": 4},
+        {"designatedPrimary": True},
+        {"role": "REPLICA"},
+        {"colour": "blue"},
+    ]
+    for change in bad:
+        status, body = group.request(replica, "POST", change)
+        assert status == 422, change
+        assert body["errorMessage"]
+    assert group.request(replica, "POST", {"priority": 3}, auth="admin:nope")[0] == 401
+    assert group.request(replica)[1]["priority"] == 1
+    assert group.request(replica, "POST", {"priority": 2})[0] == 200
+    assert group.request(replica)[1]["priority"] == 2
+    deadline = time.monotonic() + 5
+    while True:  # the view is as fresh as the last heartbeat
+        view = group.request(replica, what="remotereplicationnode")[1]
+        if {v["role"] for v in view} == {"MASTER", "REPLICA"} or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert sorted(v["name"] for v in view) == sorted(n for n in group.configs if n != replica)
+    assert {v["role"] for v in view} == {"MASTER", "REPLICA"}
+
+
+@pytest.mark.processes
+def test_transfer_master_moves_mastership(make_group: Callable[..., _Group]) -> None:
+    group = make_group(3)
+    master = group.master()
+    chosen = next(n for n in group.configs if n != master)
+    _send(group.ports[master][0], 10, "t")
+    assert group.request(chosen, "POST", {"role": "MASTER"})[0] == 200
+    group.wait_for(lambda r: r.get(chosen) == "MASTER" and r.get(master) == "REPLICA")
+    assert "HA-1007" in group.oplog(master)
+    assert group.request(chosen)[1]["queues"]["q"]["depth"] == 10
+
+
+@pytest.mark.processes
+def test_an_intruder_is_refused(make_group: Callable[..., _Group]) -> None:
+    group = make_group(3, all={"permitted_nodes": ["n1", "n2", "n3"]})
+    group.master()
+    stranger = make_group(2, start=False)
+    config = stranger.configs["n1"]
+    config["name"] = "n9"
+    config["peers"] = {"n1": f"127.0.0.1:{group.ports['n1'][2]}"}
+    config["permitted_nodes"] = ["n9", "n1"]
+    stranger.configs = {"n9": config}
+    stranger.start("n9")
+    deadline = time.monotonic() + 10
+    while "HA-1008" not in group.oplog("n1") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert "Intruder detected : Node 'n9'" in group.oplog("n1")
+    assert group.roles()["n1"] in ("MASTER", "REPLICA")
+
+
+@pytest.mark.processes
+def test_both_nodes_designated_primary_refuse_to_start(make_group: Callable[..., _Group]) -> None:
+    group = make_group(2, all={"designated_primary": True})
+    for proc in group.procs.values():
+        assert proc.wait(timeout=20) == 2
+    assert "both nodes of the group are designated primary" in group.oplog("n1") + group.oplog("n2")
+
+
+@pytest.mark.processes
+def test_quorum_loss_stops_service_and_override_restores_it(
+    make_group: Callable[..., _Group],
+) -> None:
+    group = make_group(3)
+    master = group.master()
+    _send(group.ports[master][0], 5, "q")
+    others = [n for n in group.configs if n != master]
+    group.kill(master)
+    group.kill(others[0])
+    survivor = others[1]
+    time.sleep(2.0)
+    assert group.request(survivor)[1]["role"] == "WAITING"
+    with pytest.raises(Exception):  # noqa: B017 - refused or closed: no service
+        _send(group.ports[survivor][0], 1, "refused")
+    assert group.request(survivor, "POST", {"quorumOverride": 1})[0] == 200
+    group.wait_for(lambda r: r.get(survivor) == "MASTER")
+    _send(group.ports[survivor][0], 1, "after")
+    assert group.request(survivor)[1]["queues"]["q"]["depth"] == 6
+    assert Role.MASTER.value == "MASTER"

@@ -1,0 +1,97 @@
+"""The Docker backend's pure parts, without an engine: labels, addresses, image inputs."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("docker", reason="the Docker SDK (`docker` package) is not installed")
+
+from faults.catalog import FAULTS
+from lab.broker_ref_target import BrokerRefTarget
+from lab.docker.images import _digest, _serves
+from lab.docker.labels import RUN, SESSION, Owner, RunLabels
+from lab.docker.networks import Subnet
+from lab.docker.node_config import (
+    AMQP_PORT,
+    MANAGEMENT_PORT,
+    REPLICATION_PORT,
+    container_config,
+    container_node_plan,
+)
+from lab.spec import Durability
+from lab.target import ClusterPlan
+
+
+def test_subnet_addresses_are_fixed_per_role() -> None:
+    subnet = Subnet("172.30.0.0/16")
+    assert subnet.toxiproxy == "172.30.0.2"
+    assert [subnet.node(i) for i in range(3)] == ["172.30.0.10", "172.30.0.11", "172.30.0.12"]
+
+
+def test_this_process_is_a_live_owner_and_a_reused_pid_is_not() -> None:
+    me = Owner.this_process()
+    assert Owner.parse(me.label()) == me
+    assert me.is_alive()
+    assert not Owner(me.host, me.pid, "0").is_alive()
+    assert Owner("another-host", 1, "0").is_alive()  # not ours to judge
+    assert Owner.parse("garbage") is None
+
+
+def test_run_labels_carry_the_run_the_owner_and_the_session(tmp_path: Path) -> None:
+    labels = RunLabels("abc", Owner.this_process(), tmp_path, session="s1")
+    node = labels.for_role("node", "n1")
+    assert node[RUN] == "abc" and node[SESSION] == "s1" and node["lab.node"] == "n1"
+    assert node["lab.owner"] == f"{Owner.this_process().label()}"
+    assert node["lab.work_dir"] == str(tmp_path.resolve())
+
+
+def test_image_digest_changes_with_any_input() -> None:
+    one = _digest([("a", b"1"), ("b", b"2")])
+    assert one == _digest([("a", b"1"), ("b", b"2")])
+    assert one != _digest([("a", b"1"), ("b", b"3")])
+    assert one != _digest([("a", b"12"), ("b", b"")])
+
+
+def test_apt_sources_are_chosen_by_suite() -> None:
+    deb822 = "Types: deb\nURIs: http://mirror.invalid/debian\nSuites: bookworm bookworm-updates\n"
+    assert _serves(deb822, "bookworm")
+    assert not _serves(deb822, "trixie")
+    one_line = "deb [arch=amd64] http://mirror.invalid/debian bookworm main\n"
+    assert _serves(one_line, "bookworm")
+    assert not _serves("deb http://other.invalid/apt cloud-sdk-bookworm main\n", "bookworm")
+
+
+def test_a_nodes_container_config_listens_on_all_its_interfaces(tmp_path: Path) -> None:
+    names = ("n1", "n2", "n3")
+    nodes = tuple(container_node_plan(n, tmp_path / n) for n in names)
+    for plan in nodes:
+        plan.node_dir.mkdir()
+    peers = {"n1": {"n2": "10.0.0.2:11001", "n3": "10.0.0.2:11002"}}
+    cluster = ClusterPlan("lab", nodes, Durability(), peer_addresses=peers)
+    written = json.loads(container_config(BrokerRefTarget(), cluster, nodes[0]))
+    assert written["host"] == "0.0.0.0"
+    assert (written["amqp_port"], written["management_port"]) == (AMQP_PORT, MANAGEMENT_PORT)
+    assert written["replication_port"] == REPLICATION_PORT
+    assert written["data_dir"] == "/data"
+    assert written["peers"] == peers["n1"]
+    on_disk = json.loads((tmp_path / "n1" / "config.json").read_text())
+    assert on_disk == written
+
+
+def test_container_faults_are_in_the_catalog() -> None:
+    assert {"disk_fill", "disconnect"} <= set(FAULTS)
+
+
+def test_the_docker_sdk_is_imported_only_by_those_who_ask_for_containers() -> None:
+    import subprocess
+    import sys
+
+    code = "import lab.backends, lab.updown, faults.catalog, sys; print('docker' in sys.modules)"
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=os.environ
+    )
+    assert done.stdout.strip() == "False"

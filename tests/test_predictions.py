@@ -1,0 +1,163 @@
+"""Predictions judge a run from its check, events and figures; each reason names what was seen."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from clients.checker import CheckResult, IdSet
+from lab.metrics import RunMetrics, Window
+from scenarios.base import Prediction
+from scenarios.expectations import (
+    LogSeen,
+    RoleAtEnd,
+    ServiceContinued,
+    ServiceResumed,
+    ServiceStopped,
+)
+from scenarios.facts import RunFacts
+
+NS = 1_000_000_000
+
+
+def _ids(n: int) -> IdSet:
+    return IdSet(n, tuple(f"p1-{i}" for i in range(n)))
+
+
+def _check(acknowledged: int = 100, lost: int = 0, drained: bool = True) -> CheckResult:
+    valid: Any = True if not lost else (False if drained else "unknown")
+    return CheckResult(
+        valid=valid,
+        attempted=acknowledged,
+        acknowledged=acknowledged,
+        failed=0,
+        indeterminate=0,
+        received=acknowledged - lost,
+        lost=_ids(lost),
+        unexpected=_ids(0),
+        resurrected=_ids(0),
+        recovered=_ids(0),
+        duplicated=_ids(0),
+        duplicate_deliveries=0,
+    )
+
+
+def _metrics(windows: tuple[Window, ...] = (), two_masters: bool = False) -> RunMetrics:
+    return RunMetrics(
+        operations=0,
+        acknowledged_sends=100,
+        received=100,
+        workload_s=15.0,
+        load_start_s=1.0,
+        load_end_s=16.0,
+        acknowledged_per_s=10.0,
+        unavailability_threshold_s=1.0,
+        unavailable_windows=windows,
+        unavailable_total_s=sum(w.seconds for w in windows),
+        unavailable_longest_s=max((w.seconds for w in windows), default=0.0),
+        failover_s=(),
+        masters=(),
+        two_masters_seen=two_masters,
+    )
+
+
+def _event(time_s: float, kind: str, node: str | None = None, **fields: Any) -> dict[str, Any]:
+    return {"v": 1, "time": int(time_s * NS), "kind": kind, "node": node, **fields}
+
+
+EVENTS = [
+    _event(
+        5.0, "fault.start", id="f1", fault="kill", target="n1", roles={"n1": "MASTER", "n2": "X"}
+    ),
+    _event(5.8, "broker.log", "n2", code="MST-1006", text="Recovery Complete"),
+    _event(9.0, "fault.end", id="f1", fault="kill", target="n1"),
+    _event(9.5, "broker.log", "n1", code="HA-1014", text="Diverged transactions discarded"),
+    _event(17.0, "node.status", "n1", role="REPLICA"),
+    _event(17.0, "node.status", "n2", role="MASTER"),
+]
+
+
+def _facts(windows: tuple[Window, ...] = ()) -> RunFacts:
+    return RunFacts.gather(EVENTS, _metrics(windows))
+
+
+def test_references_resolve_to_the_nodes_and_moments_of_the_run() -> None:
+    facts = _facts()
+    assert facts.node("f1") == "n1"
+    assert facts.node("master@f1") == "n1"
+    assert facts.node("n3") == "n3"
+    assert facts.moment("f1:start") == 5.0
+    assert facts.moment("f1:end") == 9.0
+
+
+@pytest.mark.parametrize(
+    ("expectation", "met"),
+    [
+        (LogSeen("MST-1006", after="f1:start"), True),
+        (LogSeen("MST-1006", node="f1"), False),
+        (LogSeen("HA-1014", node="f1", after="f1:end"), True),
+        (LogSeen("REF-1004"), False),
+        (RoleAtEnd("f1", "REPLICA"), True),
+        (RoleAtEnd("master@f1", "MASTER"), False),
+    ],
+)
+def test_logs_and_roles(expectation: Any, met: bool) -> None:
+    assert (expectation.unmet(_facts()) is None) is met
+
+
+def test_service_stopped_needs_a_gap_covering_the_interval() -> None:
+    stopped = ServiceStopped("f1:start", "f1:end", slack_s=0.5)
+    assert stopped.unmet(_facts((Window(5.1, 9.2),))) is None
+    reason = stopped.unmet(_facts((Window(5.1, 7.0),)))
+    assert reason is not None and "5.10–7.00" in reason
+
+
+def test_service_continued_allows_short_gaps_only() -> None:
+    continued = ServiceContinued("f1:start", "f1:end", max_gap_s=2.0)
+    assert continued.unmet(_facts((Window(5.0, 6.5), Window(12.0, 15.0)))) is None
+    assert continued.unmet(_facts((Window(6.0, 8.5),))) is not None
+
+
+def test_service_resumed_within_a_time_and_before_the_load_ends() -> None:
+    assert ServiceResumed("f1:start", 2.0).unmet(_facts()) is None
+    assert ServiceResumed("f1:start", 2.0).unmet(_facts((Window(4.9, 6.5),))) is None
+    assert ServiceResumed("f1:start", 1.0).unmet(_facts((Window(4.9, 6.5),))) is not None
+    never = ServiceResumed("f1:end", 5.0).unmet(_facts((Window(8.0, 16.0),)))
+    assert never is not None and "had not resumed" in never
+
+
+def test_a_prediction_lists_every_reason() -> None:
+    prediction = Prediction(
+        text="t",
+        two_masters="forbidden",
+        expect=(LogSeen("REF-1004"), RoleAtEnd("f1", "MASTER")),
+    )
+    verdict = prediction.judge(_check(lost=3), EVENTS, _metrics(two_masters=True))
+    assert verdict.outcome == "broken"
+    assert len(verdict.reasons) == 4
+    assert any("3 acknowledged" in r for r in verdict.reasons)
+    assert any("two nodes were MASTER" in r for r in verdict.reasons)
+
+
+def test_predicted_loss_must_be_seen_and_two_masters_when_expected() -> None:
+    prediction = Prediction(text="t", loss="detected", two_masters="expected")
+    assert prediction.judge(_check(lost=5), EVENTS, _metrics(two_masters=True)).held
+    verdict = prediction.judge(_check(lost=0), EVENTS, _metrics())
+    assert verdict.outcome == "broken"
+    assert len(verdict.reasons) == 2
+
+
+def test_undrained_loss_is_unknown_either_way() -> None:
+    for loss in ("none", "detected"):
+        verdict = Prediction(text="t", loss=loss).judge(  # type: ignore[arg-type]
+            _check(lost=5, drained=False), EVENTS, _metrics()
+        )
+        assert verdict.outcome == "unknown"
+
+
+def test_a_reference_to_a_fault_that_never_happened_is_a_reason() -> None:
+    prediction = Prediction(text="t", expect=(RoleAtEnd("f9", "REPLICA"),))
+    verdict = prediction.judge(_check(), EVENTS, _metrics())
+    assert verdict.outcome == "broken"
+    assert "f9 was never applied" in verdict.reasons[0]
