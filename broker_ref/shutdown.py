@@ -7,34 +7,27 @@ end of its batch, in its own thread.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import signal
 from types import FrameType
-from typing import Any
 
-from proton import Event
+from broker_ref.wake_pipe import WakePipe
 
 __all__ = ["ShutdownSignal"]
 
 
-class ShutdownSignal:
-    """Owns the wakeup pipe; add it to the container with `container.selectable(handler=...)`."""
+class ShutdownSignal(WakePipe):
+    """Add it to the container with `container.selectable(handler=...)`."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.requested = False
-        self._read_fd, self._write_fd = os.pipe()
-        os.set_blocking(self._read_fd, False)
-        os.set_blocking(self._write_fd, False)
         self._installed = False
-        # proton's IO handler looks for a transport on every selectable it serves.
-        self._transport = None
 
     def install(self) -> None:
         """Route SIGTERM and SIGINT here; call from the main thread."""
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
-        signal.set_wakeup_fd(self._write_fd, warn_on_full_buffer=False)
+        signal.set_wakeup_fd(self.write_fd, warn_on_full_buffer=False)
         self._installed = True
 
     def uninstall(self) -> None:
@@ -47,22 +40,6 @@ class ShutdownSignal:
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         self.requested = True
 
-    def fileno(self) -> int:
-        return self._read_fd
-
-    def close(self) -> None:
-        """Called by proton when the selectable ends; the pipe lives until `release`."""
-
     def release(self) -> None:
         self.uninstall()
-        os.close(self._read_fd)
-        os.close(self._write_fd)
-
-    def on_selectable_init(self, event: Event) -> None:
-        selectable: Any = event.context
-        selectable.reading = True
-        selectable.update()
-
-    def on_selectable_readable(self, event: Event) -> None:
-        with contextlib.suppress(BlockingIOError):
-            os.read(self._read_fd, 512)
+        super().release()

@@ -110,6 +110,10 @@ class NodeProcess:
                         "node.role", self.plan.name, role=change[1], previous=change[0]
                     )
 
+    def exit_detail(self) -> str:
+        status = self.proc.returncode if self.proc else "?"
+        return f"exited with status {status}; see {self.stderr_path}"
+
     def _signal(self, sig: signal.Signals) -> bool:
         if not self.running or self.proc is None:
             return False

@@ -4,33 +4,25 @@ from __future__ import annotations
 
 import contextlib
 import subprocess
-import time
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from lab.errors import ClusterError, LabError
+from lab.cluster_base import ClusterBase
+from lab.errors import LabError
 from lab.events import Events, NoEvents
-from lab.management import ManagementClient
 from lab.node_process import NodeProcess, popen_options
 from lab.ports import HOST, free_ports, require_free
 from lab.spec import Durability, GroupSettings, Topology
-from lab.target import ClusterPlan, ManagedTarget, NodePlan, NodeStatus, Target
+from lab.target import ClusterPlan, NodePlan, Target
 from lab.topology import Link, client_link, links_for
 from lab.toxiproxy_api import ProxyInfo, ToxiproxyClient, start_server
 
-__all__ = ["ProcessCluster", "group_ready"]
+__all__ = ["ProcessCluster"]
 
 GROUP = "lab"
 
 
-def group_ready(statuses: Mapping[str, NodeStatus | None]) -> bool:
-    """Every node answers, exactly one is MASTER and every other one is REPLICA."""
-    roles = [s.role if s is not None else None for s in statuses.values()]
-    return roles.count("MASTER") == 1 and all(r in ("MASTER", "REPLICA") for r in roles)
-
-
-class ProcessCluster:
+class ProcessCluster(ClusterBase[NodeProcess]):
     """A group of nodes behind Toxiproxy, as local processes.
 
     `start` either brings everything up or stops what it started and raises.
@@ -139,24 +131,6 @@ class ProcessCluster:
             self.nodes[plan.name] = node
             node.start()
 
-    def wait_ready(self, timeout_s: float = 30.0) -> str:
-        """Wait until every node answers, exactly one is MASTER and every other is REPLICA."""
-        deadline = time.monotonic() + timeout_s
-        last: Mapping[str, NodeStatus | None] = {}
-        while time.monotonic() < deadline:
-            for name, node in self.nodes.items():
-                if not node.running and not node.paused:
-                    status = node.proc.returncode if node.proc else "?"
-                    raise ClusterError(
-                        f"node {name} exited with status {status}; see {node.stderr_path}"
-                    )
-            last = self.statuses()
-            if group_ready(last):
-                return next(n for n, s in last.items() if s is not None and s.role == "MASTER")
-            time.sleep(0.05)
-        roles = {n: (s.role if s else "no answer") for n, s in last.items()}
-        raise ClusterError(f"the cluster was not ready within {timeout_s} s: {roles}")
-
     def stop(self) -> None:
         """Stop every node and Toxiproxy; never raises for what is already gone."""
         for node in self.nodes.values():
@@ -173,64 +147,11 @@ class ProcessCluster:
 
     # -- what clients and faults use ---------------------------------------------------------
 
-    @property
-    def node_names(self) -> tuple[str, ...]:
-        return self.topology.node_names
-
     def client_urls(self) -> list[str]:
         """The AMQP address of each node through its client proxy, in node order."""
         return [
             f"amqp://{HOST}:{self.proxies[client_link(n)].listen_port}" for n in self.node_names
         ]
-
-    def direct_urls(self) -> list[str]:
-        """The nodes' own AMQP addresses, bypassing Toxiproxy (for measuring its cost)."""
-        assert self.plan is not None
-        return [f"amqp://{HOST}:{p.amqp_port}" for p in self.plan.nodes]
-
-    def node(self, name: str) -> NodeProcess:
-        try:
-            return self.nodes[name]
-        except KeyError:
-            raise ClusterError(f"no node named {name!r} (nodes: {', '.join(self.nodes)})") from None
-
-    def roles(self) -> dict[str, str | None]:
-        """Each node's role as it reports it now; None for a node that does not answer."""
-        return {name: (s.role if s else None) for name, s in self.statuses().items()}
-
-    def management(self, name: str) -> ManagementClient:
-        """A client for the node's management API."""
-        if not isinstance(self.target, ManagedTarget):
-            raise ClusterError(f"target {self.target.name!r} has no management API")
-        return self.target.management(self.node(name).plan)
-
-    def statuses(self) -> dict[str, NodeStatus | None]:
-        return {
-            name: (None if node.paused or not node.running else self.target.status(node.plan))
-            for name, node in self.nodes.items()
-        }
-
-    def proxy_client(self) -> ToxiproxyClient:
-        if self.toxiproxy is None:
-            raise ClusterError("Toxiproxy is not running")
-        return self.toxiproxy
-
-    def require_link(self, name: str) -> str:
-        if name not in self.proxies:
-            raise ClusterError(f"no link named {name!r} (links: {', '.join(self.proxies)})")
-        return name
-
-    def kill(self, name: str) -> None:
-        self.node(name).kill()
-
-    def restart(self, name: str) -> None:
-        self.node(name).start()
-
-    def pause(self, name: str) -> None:
-        self.node(name).pause()
-
-    def resume(self, name: str) -> None:
-        self.node(name).resume()
 
     def describe(self) -> dict[str, Any]:
         """What `lab up` prints and saves: nodes with their client and management addresses."""

@@ -9,10 +9,10 @@ import pyarrow as pa
 import pytest
 
 from lab.broker_ref_target import check_plan, node_config
+from lab.cluster_base import group_ready
 from lab.errors import UsageError
 from lab.management import Credentials
 from lab.metrics import run_metrics
-from lab.process_backend import group_ready
 from lab.spec import Durability, GroupSettings, RunSpec, Workload
 from lab.target import ClusterPlan, NodePlan, NodeStatus
 from lab.workers import worker_plans

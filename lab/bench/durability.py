@@ -11,16 +11,13 @@ as a percentage of the single node, averaged over the client counts.
 from __future__ import annotations
 
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from lab.backends import make_cluster
 from lab.bench._base import Benchmark, Say
-from lab.events import NoEvents
-from lab.runstore import HistoryRecorder
+from lab.bench.load import acknowledged_per_second
 from lab.spec import Durability, Topology, Workload
-from lab.workers import WorkerProcess, worker_plans
 
 __all__ = ["BENCHMARK", "CONFIGURATIONS", "Configuration"]
 
@@ -63,22 +60,9 @@ def _measure(urls: list[str], nodes: tuple[str, ...], clients: int, work_dir: Pa
     workload = Workload(
         producers=clients, consumers=clients, rate=0.0, size=100, window=100, queue=f"q{clients}"
     )
-    recorder = HistoryRecorder(work_dir / f"history-{clients}.jsonl")
-    workers = [
-        WorkerProcess(plan, recorder, work_dir, NoEvents())
-        for plan in worker_plans(workload, urls, nodes, time.monotonic_ns())
-    ]
-    try:
-        for worker in workers:
-            worker.start()
-        time.sleep(WARMUP_S)
-        first = recorder.acknowledged
-        time.sleep(MEASURE_S)
-        return (recorder.acknowledged - first) / MEASURE_S
-    finally:
-        for worker in workers:
-            worker.terminate()
-        recorder.close()
+    return acknowledged_per_second(
+        workload, urls, nodes, work_dir, warmup_s=WARMUP_S, measure_s=MEASURE_S
+    )
 
 
 def _row(config: Configuration, root: Path, say: Say) -> dict[int, float]:

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import tempfile
-import time
 from pathlib import Path
 
 from lab.backends import make_cluster
 from lab.bench._base import Benchmark, Say
-from lab.events import NoEvents
-from lab.runstore import HistoryRecorder
+from lab.bench.load import acknowledged_per_second
 from lab.spec import Durability, Topology, Workload
-from lab.workers import WorkerProcess, worker_plans
 
 __all__ = ["BENCHMARK"]
 
@@ -21,24 +18,11 @@ WARMUP_S = 2.0
 
 def _measure(urls: list[str], nodes: tuple[str, ...], work_dir: Path, say: Say) -> float:
     workload = Workload(producers=1, consumers=1, rate=0.0, size=100, window=200)
-    recorder = HistoryRecorder(work_dir / "history.jsonl")
-    workers = [
-        WorkerProcess(plan, recorder, work_dir, NoEvents())
-        for plan in worker_plans(workload, urls, nodes, time.monotonic_ns())
-    ]
-    try:
-        for worker in workers:
-            worker.start()
-        time.sleep(WARMUP_S)
-        first = recorder.acknowledged
-        time.sleep(SECONDS)
-        rate = (recorder.acknowledged - first) / SECONDS
-        say(f"  {rate:,.0f} acknowledged/s (received so far {recorder.received})")
-        return rate
-    finally:
-        for worker in workers:
-            worker.terminate()
-        recorder.close()
+    rate = acknowledged_per_second(
+        workload, urls, nodes, work_dir, warmup_s=WARMUP_S, measure_s=SECONDS
+    )
+    say(f"  {rate:,.0f} acknowledged/s")
+    return rate
 
 
 def run(say: Say) -> str:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import sys
 import time
-from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from docker.models.containers import Container
 from testcontainers.core.config import testcontainers_config
 from testcontainers.core.container import DockerContainer
 
+from lab.cluster_base import ClusterBase
 from lab.docker.engine import Say, ensure_engine
 from lab.docker.images import build_images
 from lab.docker.labels import Owner, RunLabels, new_run_id
@@ -47,11 +47,9 @@ from lab.docker.reaper import remove_run
 from lab.docker.volumes import RunVolumes
 from lab.errors import ClusterError, LabError
 from lab.events import Events, NoEvents
-from lab.management import ManagementClient
 from lab.ports import HOST, free_ports, require_free
-from lab.process_backend import group_ready
 from lab.spec import Durability, GroupSettings, Topology
-from lab.target import ClusterPlan, ManagedTarget, NodePlan, NodeStatus, Target
+from lab.target import ClusterPlan, NodePlan, Target
 from lab.topology import Link, links_for
 from lab.toxiproxy_api import ProxyInfo, ToxiproxyClient
 
@@ -68,7 +66,7 @@ def _say_on_stderr(line: str) -> None:
     print(f"lab: docker: {line}", file=sys.stderr, flush=True)
 
 
-class DockerCluster:
+class DockerCluster(ClusterBase[NodeContainer]):
     """A group of nodes behind Toxiproxy, as containers on a per-run network.
 
     `start` either brings everything up or removes what it created and raises.
@@ -296,24 +294,6 @@ class DockerCluster:
         networks.join_edge(container.id)
         return container
 
-    def wait_ready(self, timeout_s: float = 30.0) -> str:
-        """Wait until every node answers, exactly one is MASTER and every other is REPLICA."""
-        deadline = time.monotonic() + timeout_s
-        last: Mapping[str, NodeStatus | None] = {}
-        while time.monotonic() < deadline:
-            for name, node in self.nodes.items():
-                if not node.running and not node.paused:
-                    node.save_stderr()
-                    raise ClusterError(
-                        f"node {name} exited with status {node.exit_code}; see {node.stderr_path}"
-                    )
-            last = self.statuses()
-            if group_ready(last):
-                return next(n for n, s in last.items() if s is not None and s.role == "MASTER")
-            time.sleep(0.05)
-        roles = {n: (s.role if s else "no answer") for n, s in last.items()}
-        raise ClusterError(f"the cluster was not ready within {timeout_s} s: {roles}")
-
     def stop(self) -> None:
         """Stop every node, then remove every container, network and volume of the run."""
         for node in self.nodes.values():
@@ -331,64 +311,9 @@ class DockerCluster:
 
     # -- what clients and faults use ---------------------------------------------------------
 
-    @property
-    def node_names(self) -> tuple[str, ...]:
-        return self.topology.node_names
-
     def client_urls(self) -> list[str]:
         """The AMQP address of each node through its client proxy, in node order."""
         return [f"amqp://{HOST}:{self._client_ports[n]}" for n in self.node_names]
-
-    def direct_urls(self) -> list[str]:
-        """The nodes' own AMQP addresses, bypassing Toxiproxy (for measuring its cost)."""
-        assert self.plan is not None
-        return [f"amqp://{HOST}:{p.amqp_port}" for p in self.plan.nodes]
-
-    def node(self, name: str) -> NodeContainer:
-        try:
-            return self.nodes[name]
-        except KeyError:
-            raise ClusterError(f"no node named {name!r} (nodes: {', '.join(self.nodes)})") from None
-
-    def roles(self) -> dict[str, str | None]:
-        """Each node's role as it reports it now; None for a node that does not answer."""
-        return {name: (s.role if s else None) for name, s in self.statuses().items()}
-
-    def management(self, name: str) -> ManagementClient:
-        """A client for the node's management API (published on 127.0.0.1)."""
-        if not isinstance(self.target, ManagedTarget):
-            raise ClusterError(f"target {self.target.name!r} has no management API")
-        return self.target.management(self.node(name).plan)
-
-    def statuses(self) -> dict[str, NodeStatus | None]:
-        return {
-            name: (None if node.paused or not node.running else self.target.status(node.plan))
-            for name, node in self.nodes.items()
-        }
-
-    def proxy_client(self) -> ToxiproxyClient:
-        if self.toxiproxy is None:
-            raise ClusterError("Toxiproxy is not running")
-        return self.toxiproxy
-
-    def require_link(self, name: str) -> str:
-        if name not in self.proxies:
-            raise ClusterError(f"no link named {name!r} (links: {', '.join(self.proxies)})")
-        return name
-
-    def kill(self, name: str) -> None:
-        self.node(name).kill()
-
-    def restart(self, name: str) -> None:
-        self.node(name).start()
-
-    def pause(self, name: str) -> None:
-        self.node(name).pause()
-
-    def resume(self, name: str) -> None:
-        self.node(name).resume()
-
-    # -- container faults (faults.docker_faults) ---------------------------------------------
 
     def fill_disk(self, name: str) -> int:
         """Fill the node's data disk to ENOSPC with one file; return the bytes written."""

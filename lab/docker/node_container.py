@@ -137,6 +137,10 @@ class NodeContainer:
                 if change is not None:
                     self.events.emit("node.role", self.name, role=change[1], previous=change[0])
 
+    def exit_detail(self) -> str:
+        self.save_stderr()
+        return f"exited with status {self.exit_code}; see {self.stderr_path}"
+
     def save_stderr(self) -> None:
         """Write what the node printed on stderr (all its starts) to `stderr.log`."""
         if self.container is None:
