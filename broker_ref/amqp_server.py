@@ -167,6 +167,7 @@ class AmqpServer(Handler):
 
     def _begin_shutdown(self) -> None:
         self._closing = True
+        self._roles.change(Role.DETACHED)  # leaving the group: no longer master or replica
         if self._commit.pending:
             self._commit_staged()
         self._acceptor.close()

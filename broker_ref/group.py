@@ -106,6 +106,8 @@ class Group:
     ) -> None:
         self._socket = replication_socket
         self._rng = random.Random()
+        names = sorted((config.name, *config.peer_names))
+        self._rank = names.index(config.name)
         self.config = config
         self._oplog = oplog
         self._frames = frames
@@ -129,6 +131,8 @@ class Group:
         self._away_for: dict[str, float] = {}
         self._votes: set[str] = set()
         self._standing_term = 0
+        self._prevotes: set[str] = set()
+        self._prevote_term = 0
         self._election_due = self._next_election_time(time.monotonic())
         self._feeds: dict[str, _Feed] = {}
         self._acked_posted = 0
@@ -223,10 +227,16 @@ class Group:
             ),
         )
 
-    def _next_election_time(self, now: float) -> float:
+    def _next_election_time(self, now: float, soon: bool = False) -> float:
+        """When to stand next if no master appears. Nodes are staggered by name as well as by
+        chance, so that two of them rarely stand at once and split the vote (a round trip
+        between nodes can be as long as the random part)."""
         speed = {3: 0.6, 2: 0.8}.get(self.settings.priority, 1.0)
         base = self.config.election_timeout_s * speed
-        return now + base * (1.0 + 0.5 * self._rng.random())
+        stagger = 0.5 * self._rank
+        if soon:
+            return now + base * 0.5 * (stagger + self._rng.random())
+        return now + base * (1.0 + stagger + 0.5 * self._rng.random())
 
     def acks_needed(self) -> int:
         """Replica acknowledgements a commit waits for, now."""
@@ -314,10 +324,7 @@ class Group:
                 self._synced = None
                 self.master = None
                 self._set_role(Role.WAITING, "the master is out of contact")
-                speed = {3: 0.2, 2: 0.4}.get(self.settings.priority, 0.6)
-                self._election_due = (
-                    now + self.config.election_timeout_s * speed * self._rng.random()
-                )
+                self._election_due = self._next_election_time(now, soon=True)
         elif self.master is not None and now - self._sync_asked > SYNC_RETRY_S:
             self._ask_sync(self.master)
         if now >= self._election_due:
@@ -344,8 +351,6 @@ class Group:
                     # the peer must sync again when it is back (je.rep feeder timeout).
                     self._net.reset(peer)
                     self._feeds[peer] = _Feed()
-            elif not alive and peer not in self._absent_since:
-                self._absent_since[peer] = self._started
 
     def _has_lease(self) -> bool:
         needed = self._election.votes_needed(self._voter(time.monotonic()))
@@ -359,9 +364,62 @@ class Group:
         self.voted_for = voted_for
 
     def _maybe_stand(self, now: float, transfer: bool = False) -> None:
+        """Stand for election; unless asked by a transfer, first ask the others whether they
+        would vote (a pre-vote), so that a node rejoining after an absence does not depose
+        a working master by raising the term."""
         me = self._voter(now)
         if not transfer and (me.master_recently_seen or not self._election.may_stand(me)):
             return
+        if transfer:
+            self._stand(me, transfer=True)
+            return
+        self._prevote_term = self.term + 1
+        self._prevotes = {self.config.name}
+        ballot = {
+            "type": "pre_vote",
+            "term": self._prevote_term,
+            "last_txid": me.last_txid,
+            "last_term": me.last_term,
+            "priority": me.priority,
+        }
+        for peer in self.config.peer_names:
+            self._net.send(peer, ballot)
+        self._count_prevotes()
+
+    def _on_pre_vote(self, peer: str, msg: dict[str, Any]) -> None:
+        """Would this node vote for `peer` in the term it proposes? Changes nothing here."""
+        term = int(msg["term"])
+        ballot = Ballot(
+            candidate=peer,
+            term=term,
+            last_txid=int(msg["last_txid"]),
+            last_term=int(msg["last_term"]),
+            priority=int(msg["priority"]),
+        )
+        now = time.monotonic()
+        granted = (
+            term > self.term
+            and not (self.role is Role.MASTER and self._has_lease())
+            and self._election.grants(self._voter(now), ballot)
+        )
+        if granted:  # give that candidate time to win before standing ourselves
+            self._election_due = max(self._election_due, self._next_election_time(now))
+        self._net.send(peer, {"type": "pre_vote_reply", "term": term, "granted": granted})
+
+    def _on_pre_vote_reply(self, peer: str, msg: dict[str, Any]) -> None:
+        if int(msg["term"]) == self._prevote_term and msg.get("granted"):
+            self._prevotes.add(peer)
+            self._count_prevotes()
+
+    def _count_prevotes(self) -> None:
+        if self._prevote_term != self.term + 1 or self.role is Role.MASTER:
+            return
+        me = self._voter(time.monotonic())
+        if len(self._prevotes) >= self._election.votes_needed(me):
+            self._prevote_term = 0
+            self._stand(me, transfer=False)
+
+    def _stand(self, me: Voter, transfer: bool) -> None:
         self._set_term(self.term + 1, self.config.name)
         self._standing_term = self.term
         self._votes = {self.config.name}
@@ -475,6 +533,10 @@ class Group:
         if kind == "status":
             self._peer_info[peer] = msg
             self._on_status(peer, msg, term, now)
+        elif kind == "pre_vote":
+            self._on_pre_vote(peer, msg)
+        elif kind == "pre_vote_reply":
+            self._on_pre_vote_reply(peer, msg)
         elif kind == "vote_request":
             self._on_vote_request(peer, msg)
         elif kind == "vote":

@@ -144,8 +144,21 @@ def _execute(spec: object, runs_dir: Path) -> int:
     if spec.target not in TARGETS:
         raise UsageError(f"unknown target {spec.target!r} (known: {', '.join(TARGETS)})")
     scenario = scenario_named(spec.scenario)
+    if spec.backend not in scenario.backends:
+        raise UsageError(
+            f"scenario {spec.scenario!r} runs on the {' or '.join(scenario.backends)} backend, "
+            f"not {spec.backend!r} (use --backend {scenario.backends[0]})"
+        )
     print(f"lab: running {spec.scenario} with seed {spec.seed}", file=sys.stderr)
-    outcome = run_scenario(spec, scenario, runs_dir, progress=progress_for(sys.stderr))
+    try:
+        outcome = run_scenario(spec, scenario, runs_dir, progress=progress_for(sys.stderr))
+    except LabError:
+        print(
+            f"reproduce: .venv/bin/lab run {spec.scenario} --seed {spec.seed} "
+            f"--backend {spec.backend}",
+            file=sys.stderr,
+        )
+        raise
     print(outcome.folder.path)
     print(outcome.summary)
     if not outcome.verdict.held:

@@ -16,6 +16,7 @@ import pyarrow.json as pa_json
 __all__ = ["RunMetrics", "masters_over_time", "read_events", "read_operations", "run_metrics"]
 
 NS = 1_000_000_000
+RESUME_GRACE_NS = NS // 2
 
 
 @dataclass(frozen=True)
@@ -118,13 +119,19 @@ def _two_masters(events: Iterable[Mapping[str, Any]]) -> bool:
 
     A killed, stopped or restarted node is no master; a paused (frozen) one acts as
     nothing while frozen, and is a master again on resuming if it was one, until it
-    reports another role.
+    reports another role — after a grace of RESUME_GRACE_NS, the time its report of
+    the step-down a resumed node makes at once takes to reach the lab. What happens
+    once the run's teardown began (nodes stopping one by one) does not count.
     """
     claims: set[str] = set()  # nodes whose last reported role is MASTER
     frozen: set[str] = set()
+    resumed_at: dict[str, int] = {}
     for e in sorted(events, key=lambda e: int(e.get("time", 0))):
         node = e.get("node")
         kind = e.get("kind")
+        now = int(e.get("time", 0))
+        if kind == "workload.phase" and e.get("phase") == "teardown":
+            return False
         if not node:
             continue
         if kind == "node.role":
@@ -139,7 +146,13 @@ def _two_masters(events: Iterable[Mapping[str, Any]]) -> bool:
             frozen.add(node)
         elif kind == "node.resume":
             frozen.discard(node)
-        if len(claims - frozen) > 1:
+            resumed_at[node] = now
+        acting = {
+            n
+            for n in claims - frozen
+            if now - resumed_at.get(n, -RESUME_GRACE_NS) >= RESUME_GRACE_NS
+        }
+        if len(acting) > 1:
             return True
     return False
 

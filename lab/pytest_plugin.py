@@ -73,13 +73,16 @@ def lab_report(
 @pytest.fixture
 def lab_run(
     tmp_path: Path, lab_seed: int, lab_backend: str, lab_report: Callable[[Path], None]
-) -> Callable[[str], object]:
+) -> Callable[..., object]:
     from lab.runner import run_scenario
     from scenarios.catalog import scenario_named
 
-    def run(name: str) -> object:
+    def run(name: str, backend: str | None = None) -> object:
         scenario = scenario_named(name)
-        spec = scenario.spec(lab_seed, backend=lab_backend)
+        chosen = backend or lab_backend
+        if chosen not in scenario.backends:
+            pytest.skip(f"{name} runs on the {' or '.join(scenario.backends)} backend only")
+        spec = scenario.spec(lab_seed, backend=chosen)
         runs_dir = tmp_path / "runs"
         try:
             outcome = run_scenario(spec, scenario, runs_dir)

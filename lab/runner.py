@@ -219,6 +219,7 @@ class _Run:
             self.events.emit("node.status", name, role=None if status is None else status.role)
 
     def _teardown(self) -> None:
+        self.events.emit("workload.phase", None, phase="teardown")
         errors: list[str] = []
         for worker in self.workers:
             try:

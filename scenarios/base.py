@@ -46,6 +46,7 @@ class Prediction:
     duplicates_allowed: bool = True
     two_masters: Literal["forbidden", "expected", "either"] = "either"
     expect: tuple[Expectation, ...] = ()
+    refusals_expected: bool = False  # the broker must refuse some publishes (a full disk)
 
     def judge(
         self, check: CheckResult, events: Iterable[Mapping[str, Any]], metrics: RunMetrics
@@ -60,6 +61,8 @@ class Prediction:
             reasons.append(f"{check.unexpected.count} message(s) received that were never sent")
         if check.resurrected.count:
             reasons.append(f"{check.resurrected.count} refused message(s) were delivered")
+        if self.refusals_expected and check.failed == 0:
+            reasons.append("no publish was refused, though the documents predict refusals")
         if not self.duplicates_allowed and check.duplicated.count:
             reasons.append(f"{check.duplicated.count} message(s) delivered more than once")
         if self.loss == "none":
@@ -113,6 +116,8 @@ class Scenario:
     group: GroupSettings = field(default_factory=GroupSettings)
     # When the prediction depends on the run's settings (e.g. the durability triplet).
     predict: Callable[[RunSpec], Prediction] | None = None
+    # The backends whose clusters can apply every fault of the schedule.
+    backends: tuple[str, ...] = ("process", "docker")
 
     def spec(
         self,

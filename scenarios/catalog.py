@@ -6,6 +6,7 @@ from collections.abc import Mapping
 
 from lab.errors import UsageError
 from scenarios.base import Scenario
+from scenarios.disk_full import DISK_FULL
 from scenarios.durability_matrix import DURABILITY_MATRIX
 from scenarios.random_faults import RANDOM
 from scenarios.replicated_group import (
@@ -45,6 +46,7 @@ SCENARIOS: Mapping[str, Scenario] = {
         REPLICA_GC_STALL_ALL,
         DURABILITY_MATRIX,
         REJOIN_AFTER_RETENTION,
+        DISK_FULL,
         RANDOM,
     )
 }

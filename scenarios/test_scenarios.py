@@ -1,4 +1,9 @@
-"""Each scenario as a test: run it on real processes and assert the documents' prediction."""
+"""Each scenario as a test: run it and assert the documents' prediction.
+
+Every scenario runs on local processes (the default backend, `--backend` changes it)
+and again in containers; the container runs are marked `docker` and skip with the
+reason on a machine with no Docker engine that the lab may not install.
+"""
 
 from __future__ import annotations
 
@@ -10,13 +15,35 @@ from lab.runner import RunOutcome, reproduce_command
 from scenarios.catalog import SCENARIOS
 
 
-@pytest.mark.processes
-@pytest.mark.parametrize("name", sorted(SCENARIOS))
-def test_scenario_holds_its_prediction(name: str, lab_run: Callable[[str], RunOutcome]) -> None:
-    outcome = lab_run(name)
+def _assert_held(outcome: RunOutcome) -> None:
     assert outcome.check.acknowledged > 0, "the workload acknowledged nothing"
     assert outcome.folder.result.is_file()
     assert outcome.verdict.held, (
         f"{outcome.summary}\nrun folder: {outcome.folder.path}\n"
         f"reproduce: {reproduce_command(outcome.folder)}"
     )
+
+
+@pytest.mark.processes
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_scenario_holds_its_prediction(name: str, lab_run: Callable[..., RunOutcome]) -> None:
+    _assert_held(lab_run(name))
+
+
+def _docker_or_skip() -> None:
+    from lab.docker.engine import can_install, engine_answers
+
+    if not engine_answers() and not can_install():
+        pytest.skip(
+            "no Docker engine answers, and the lab installs one itself only as root on "
+            "Debian: install Docker to run the scenarios in containers"
+        )
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_scenario_holds_its_prediction_in_containers(
+    name: str, lab_run: Callable[..., RunOutcome]
+) -> None:
+    _docker_or_skip()
+    _assert_held(lab_run(name, backend="docker"))
