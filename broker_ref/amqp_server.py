@@ -332,6 +332,11 @@ class AmqpServer(Handler):
         return queue
 
     def _stage(self, record: Declare | Enqueue | Dequeue, waiter: Delivery | None) -> None:
+        if self._roles.current is not Role.MASTER:
+            # Work that reaches a node that just stopped being master (its clients are being
+            # disconnected) is not stored: a producer's transfer stays unsettled, so its
+            # outcome is unknown to it; the queues are rebuilt from the log (become_follower).
+            return
         self._commit.stage(record, waiter)
         if not self._commit.coalescing:
             self._commit_staged()
@@ -434,25 +439,27 @@ class AmqpServer(Handler):
         self._held = []
         # Staged but not committed: in flight, never replicated; it fails with the connections.
         self._commit.discard_staged()
-        waiting = [record for _, record, _, _ in self._awaiting]
         self._awaiting.clear()
-        self._make_visible(waiting)
         self._roles.change(role)
+        # A replica's queues are exactly its log: messages handed out, acknowledged or
+        # waiting for replica acks as master all count again as the log says.
+        self._rebuild_queues()
         if was_master:
             self._oplog.info(Code.STORE_PASSIVATED, "Store Passivated")
         self.disconnect_clients("not the master")
 
-    def _make_visible(self, records: list[Record]) -> None:
-        """Committed messages whose producers get no outcome still belong to the queues."""
-        for record in records:
-            if type(record) is Enqueue:
-                queue = self._queues.get(record.queue)
-                if queue is not None:
-                    queue.push(QueuedMessage(record.seq, record.body))
+    def _rebuild_queues(self) -> None:
+        frames = self._commit.frames.frames(1, 1 << 62) if self._commit.frames.last_txid else []
+        records = [decode_payload(memoryview(frame)[8:]) for frame in frames]
+        self._queues.replace(QueueBook.recover(records))
 
-    def suspend(self) -> None:
-        """Transfer master, step 2: take no new work; transfers that arrive are held."""
+    def suspend(self) -> int:
+        """Transfer master, step 2: take no new work (transfers that arrive are held); commit
+        what is staged; return the last transaction the chosen node must hold."""
         self._suspended = True
+        if self._commit.pending:
+            self._commit_staged()
+        return self._commit.frames.last_txid
 
     def abort_suspended(self) -> None:
         """Transfer master, step 3: abort held transfers by disconnecting their clients."""
@@ -496,9 +503,7 @@ class AmqpServer(Handler):
         """Discard every record after `keep_through`; rebuild the queues; return how many went."""
         dropped = self._commit.store.truncate_after(keep_through)
         self._commit.frames.truncate_after(keep_through)
-        frames = self._commit.frames.frames(1, 1 << 62) if keep_through else []
-        records = [decode_payload(memoryview(frame)[8:]) for frame in frames]
-        self._queues.replace(QueueBook.recover(records))
+        self._rebuild_queues()
         return dropped
 
     def _refuse_staged(self, exc: StoreError) -> None:

@@ -61,7 +61,9 @@ class StoreSide(Protocol):
 
     def acked_through(self, txid: int) -> None: ...
 
-    def suspend(self) -> None: ...
+    def suspend(self, done: Callable[[int], None]) -> None:
+        """Stop taking work; `done(last txid)` once nothing more will be committed."""
+        ...
 
     def abort_suspended(self) -> None: ...
 
@@ -779,23 +781,32 @@ class Group:
         term = self.term
         feed = self._feeds.get(peer)
 
-        async def caught_up(slack: int) -> bool:
+        async def caught_up(through: Callable[[], int]) -> bool:
             deadline = time.monotonic() + TRANSFER_WAIT_S
             while time.monotonic() < deadline:
                 if self.role is not Role.MASTER or self.term != term or feed is None:
                     return False
-                if feed.acked >= self._frames.last_txid - slack:
+                if feed.acked >= through():
                     return True
                 await asyncio.sleep(0.01)
             return False
 
         # 1. give the chosen node time to become reasonably up to date
-        if not await caught_up(slack=100):
+        if not await caught_up(lambda: self._frames.last_txid - 100):
             self._transfer_to = None
             return
-        # 2. suspend transactions; let the chosen node become fully up to date
-        self._store.suspend()
-        if not await caught_up(slack=0):
+        # 2. suspend transactions; let the chosen node become fully up to date: with
+        #    everything committed up to the moment the suspension took hold
+        loop = asyncio.get_running_loop()
+        suspended: asyncio.Future[int] = loop.create_future()
+
+        def on_suspended(last: int) -> None:
+            loop.call_soon_threadsafe(suspended.set_result, last)
+
+        self._store.suspend(on_suspended)
+        last = await suspended
+        self._wake()
+        if not await caught_up(lambda: last):
             self._transfer_to = None
             self._store.become_master(self.term)  # resume serving
             return

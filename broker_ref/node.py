@@ -87,8 +87,8 @@ class _ReactorSide:
     def acked_through(self, txid: int) -> None:
         self._mailbox.post(lambda: self._server.acked_through(txid))
 
-    def suspend(self) -> None:
-        self._mailbox.post(self._server.suspend)
+    def suspend(self, done: Callable[[int], None]) -> None:
+        self._mailbox.post(lambda: done(self._server.suspend()))
 
     def abort_suspended(self) -> None:
         self._mailbox.post(self._server.abort_suspended)

@@ -13,7 +13,7 @@ from typing import Generic, Protocol, TypeVar
 
 from lab.errors import ClusterError
 from lab.management import ManagementClient
-from lab.ports import HOST
+from lab.ports import HOST, free_ports, release_ports
 from lab.spec import Topology
 from lab.target import ClusterPlan, ManagedTarget, NodePlan, NodeStatus, Target
 from lab.toxiproxy_api import ProxyInfo, ToxiproxyClient
@@ -59,6 +59,17 @@ class ClusterBase(Generic[N]):
     plan: ClusterPlan | None
     proxies: dict[str, ProxyInfo]
     toxiproxy: ToxiproxyClient | None
+    _reserved: list[int]
+
+    def _take_ports(self, count: int) -> list[int]:
+        """Free ports, reserved until `_release_ports` (in `stop`)."""
+        ports = free_ports(count)
+        self._reserved.extend(ports)
+        return ports
+
+    def _release_ports(self) -> None:
+        release_ports(self._reserved)
+        self._reserved = []
 
     @property
     def node_names(self) -> tuple[str, ...]:

@@ -11,7 +11,7 @@ from lab.cluster_base import ClusterBase
 from lab.errors import LabError
 from lab.events import Events, NoEvents
 from lab.node_process import NodeProcess, popen_options
-from lab.ports import HOST, free_ports, require_free
+from lab.ports import HOST, require_free
 from lab.spec import Durability, GroupSettings, Topology
 from lab.target import ClusterPlan, NodePlan, Target
 from lab.topology import Link, client_link, links_for
@@ -57,6 +57,7 @@ class ProcessCluster(ClusterBase[NodeProcess]):
         self.proxies: dict[str, ProxyInfo] = {}
         self.nodes: dict[str, NodeProcess] = {}
         self.plan: ClusterPlan | None = None
+        self._reserved: list[int] = []
 
     # -- life cycle ---------------------------------------------------------------------------
 
@@ -76,7 +77,7 @@ class ProcessCluster(ClusterBase[NodeProcess]):
             require_free(self._toxiproxy_port, "Toxiproxy API", "--toxiproxy-port")
             port = self._toxiproxy_port
         else:
-            port = free_ports(1)[0]
+            port = self._take_ports(1)[0]
         self.toxiproxy_proc = start_server(
             port,
             self.work_dir / "toxiproxy.log",
@@ -88,7 +89,7 @@ class ProcessCluster(ClusterBase[NodeProcess]):
     def _plan_and_proxy(self) -> None:
         assert self.toxiproxy is not None
         names = self.topology.node_names
-        ports = free_ports(3 * len(names) + len(self.links))
+        ports = self._take_ports(3 * len(names) + len(self.links))
         node_plans = []
         for i, name in enumerate(names):
             node_dir = self.work_dir / "nodes" / name
@@ -144,6 +145,7 @@ class ProcessCluster(ClusterBase[NodeProcess]):
                 self.toxiproxy_proc.kill()
                 self.toxiproxy_proc.wait()
             self.events.emit("toxiproxy.stop", None)
+        self._release_ports()
 
     # -- what clients and faults use ---------------------------------------------------------
 

@@ -85,13 +85,18 @@ class RoleAtEnd:
 
 @dataclass(frozen=True)
 class ServiceStopped:
+    """No acknowledged send from `start` (+ slack: commits already in flight) to `end`
+    (- end slack: the lab records a heal once its command returns, and `docker unpause`
+    returns a little after the node runs again)."""
+
     start: str
     end: str
     slack_s: float = 0.5
+    end_slack_s: float = 0.25
 
     def unmet(self, facts: RunFacts) -> str | None:
         a = facts.moment(self.start) + self.slack_s
-        b = min(facts.moment(self.end), facts.metrics.load_end_s)
+        b = min(facts.moment(self.end) - self.end_slack_s, facts.metrics.load_end_s)
         if b <= a:
             return None
         windows = _windows(facts)
@@ -99,6 +104,7 @@ class ServiceStopped:
             return None
         return (
             f"service did not stop from {self.start} (+{self.slack_s:g} s) to {self.end} "
+            f"(-{self.end_slack_s:g} s) "
             f"({a:.2f}–{b:.2f} s): messages were acknowledged; gaps: {_shown(windows)}"
         )
 

@@ -181,7 +181,10 @@ def test_a_frozen_master_is_no_master_until_it_resumes() -> None:
     base = [_event(1.0, "node.role", "n1", role="MASTER"), _event(2.0, "node.pause", "n1")]
     elected = [*base, _event(3.0, "node.role", "n2", role="MASTER")]
     assert not seen(elected)
-    assert seen([*elected, _event(4.0, "node.resume", "n1")])
+    resumed = [*elected, _event(4.0, "node.resume", "n1")]
+    # A resumed node's stale claim counts once the grace for its step-down report is over.
+    assert not seen([*resumed, _event(4.3, "broker.log", "n2", code="HA-1005")])
+    assert seen([*resumed, _event(4.6, "broker.log", "n2", code="HA-1005")])
     assert not seen(
         [*elected, _event(3.5, "node.role", "n1", role="REPLICA"), _event(4.0, "node.resume", "n1")]
     )

@@ -47,7 +47,7 @@ from lab.docker.reaper import remove_run
 from lab.docker.volumes import RunVolumes
 from lab.errors import ClusterError, LabError
 from lab.events import Events, NoEvents
-from lab.ports import HOST, free_ports, require_free
+from lab.ports import HOST, require_free
 from lab.spec import Durability, GroupSettings, Topology
 from lab.target import ClusterPlan, NodePlan, Target
 from lab.topology import Link, links_for
@@ -108,6 +108,7 @@ class DockerCluster(ClusterBase[NodeContainer]):
         self.proxies: dict[str, ProxyInfo] = {}
         self.nodes: dict[str, NodeContainer] = {}
         self.plan: ClusterPlan | None = None
+        self._reserved: list[int] = []
         self.toxiproxy: ToxiproxyClient | None = None
         self.toxiproxy_container: Container | None = None
         self.volumes: RunVolumes | None = None
@@ -174,9 +175,9 @@ class DockerCluster(ClusterBase[NodeContainer]):
         if self._toxiproxy_port is not None:
             require_free(self._toxiproxy_port, "Toxiproxy API", "--toxiproxy-port")
             api_port = self._toxiproxy_port
-            client_ports = free_ports(len(self.node_names))
+            client_ports = self._take_ports(len(self.node_names))
         else:
-            api_port, *client_ports = free_ports(1 + len(self.node_names))
+            api_port, *client_ports = self._take_ports(1 + len(self.node_names))
         spec = DockerContainer(self._images["toxiproxy"], name=self._name(TOXIPROXY)).with_kwargs(
             labels=self.labels.for_role(TOXIPROXY),
             init=True,
@@ -210,7 +211,7 @@ class DockerCluster(ClusterBase[NodeContainer]):
     def _plan(self) -> None:
         _, subnet = self._networks()
         names = self.node_names
-        ports = free_ports(2 * len(names))
+        ports = self._take_ports(2 * len(names))
         host_plans: list[NodePlan] = []
         for i, name in enumerate(names):
             node_dir = self.work_dir / "nodes" / name
@@ -300,6 +301,7 @@ class DockerCluster(ClusterBase[NodeContainer]):
             with contextlib.suppress(LabError, APIError, OSError):
                 node.stop()
         if self._client is None:
+            self._release_ports()
             return
         with contextlib.suppress(APIError, OSError, requests.RequestException):
             removed = remove_run(self._client, self.run_id)
@@ -308,6 +310,7 @@ class DockerCluster(ClusterBase[NodeContainer]):
                 self.toxiproxy_container = None
             if removed:
                 self.events.emit("docker.removed", None, run=self.run_id, removed=removed)
+        self._release_ports()
 
     # -- what clients and faults use ---------------------------------------------------------
 
