@@ -44,6 +44,9 @@ __all__ = ["Group", "GroupSettings", "StoreSide"]
 BATCH_BYTES = 256 * 1024
 TRANSFER_WAIT_S = 5.0
 SYNC_RETRY_S = 1.0
+# A node whose own loop stood still this many election timeouts counts as stalled (a
+# full GC, SIGSTOP); shorter hiccups (a busy machine) do not.
+STALL_FACTOR = 3.0
 
 
 class StoreSide(Protocol):
@@ -281,7 +284,7 @@ class Group:
         """
         gap = now - self._last_alive
         self._last_alive = now
-        if gap <= 1.5 * self.config.election_timeout_s:
+        if gap <= STALL_FACTOR * self.config.election_timeout_s:
             return False
         self._net.drop_incoming()
         self._synced = None
@@ -423,6 +426,11 @@ class Group:
 
     def _stand(self, me: Voter, transfer: bool) -> None:
         self._set_term(self.term + 1, self.config.name)
+        self._oplog.info(
+            Code.ELECTION,
+            f"Election : standing in term {self.term} with transaction {me.last_txid}"
+            f" (term {me.last_term}){' for a master transfer' if transfer else ''}",
+        )
         self._standing_term = self.term
         self._votes = {self.config.name}
         if self.role is not Role.WAITING:
