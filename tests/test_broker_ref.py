@@ -657,13 +657,14 @@ def test_operational_log_tells_the_startup_and_the_clean_shutdown(
     idle_client = BlockingConnection(node.url, timeout=10)
     assert node.stop(signal.SIGTERM) == 0
     codes = [code for _, code, _ in node.oplog()]
-    assert codes[:8] == [
+    assert codes[:9] == [
         "MST-1001",
         "MST-1002",
         "MST-1004",
         "MST-1005",
         "BRK-1002",
         "BRK-1004",
+        "REF-1007",
         "MST-1006",
         "HA-1010",
     ]
