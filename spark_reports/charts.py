@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
@@ -12,6 +13,19 @@ __all__ = ["Series", "bar_chart", "line_chart"]
 
 Series = Mapping[str, Sequence[float | None]]
 """Named series over the same x labels; None leaves a gap."""
+
+
+def _label_ticks(axes: Any, x_labels: Sequence[str]) -> None:
+    """Category labels that stay readable: slanted when long or many, wrapped at ' - '."""
+    labels = [label.replace(" - ", "\n") for label in x_labels]
+    slanted = len(labels) > 4 or any(
+        len(line) > 14 for label in labels for line in label.split("\n")
+    )
+    axes.set_xticks(list(range(len(labels))), labels, fontsize="small")
+    if slanted:
+        for tick in axes.get_xticklabels():
+            tick.set_rotation(35)
+            tick.set_horizontalalignment("right")
 
 
 def _png(figure: Figure) -> bytes:
@@ -32,7 +46,7 @@ def line_chart(
         points = [(x, v) for x, v in zip(positions, values, strict=True) if v is not None]
         if points:
             axes.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=name)
-    axes.set_xticks(positions, list(x_labels), rotation=30 if len(x_labels) > 8 else 0)
+    _label_ticks(axes, x_labels)
     axes.set_title(title)
     axes.set_ylabel(y_label)
     if log_y:
@@ -53,7 +67,7 @@ def bar_chart(title: str, x_labels: Sequence[str], series: Series, y_label: str)
         xs = [x + (number - (count - 1) / 2) * width for x in range(len(x_labels))]
         heights = [0.0 if v is None else v for v in values]
         axes.bar(xs, heights, width=width, label=name)
-    axes.set_xticks(list(range(len(x_labels))), list(x_labels))
+    _label_ticks(axes, x_labels)
     axes.axhline(0.0, color="black", linewidth=0.6)
     axes.set_title(title)
     axes.set_ylabel(y_label)
