@@ -42,21 +42,13 @@ def make_cluster(
         raise UsageError(f"unknown backend {backend!r} (known: {', '.join(BACKENDS)})")
     if topology.nodes < 1:
         raise UsageError("a cluster needs at least one node")
+    cluster_type: type[ProcessCluster] | type[DockerCluster] = ProcessCluster
     if backend == "docker":
         # Imported here: the Docker SDK is needed only by those who ask for containers.
         from lab.docker.cluster import DockerCluster
 
-        return DockerCluster(
-            topology,
-            durability,
-            make_target(target),
-            work_dir,
-            events=events,
-            detached=detached,
-            toxiproxy_port=toxiproxy_port,
-            group=group,
-        )
-    return ProcessCluster(
+        cluster_type = DockerCluster
+    return cluster_type(
         topology,
         durability,
         make_target(target),
