@@ -12,7 +12,7 @@ so every heal can run again in `finally`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Protocol, runtime_checkable
 
 from faults.ops import FaultOp
@@ -21,17 +21,22 @@ from lab.management import ManagementClient
 from lab.toxiproxy_api import ToxiproxyClient
 
 __all__ = [
+    "Collectable",
     "Fault",
     "Killable",
+    "Linked",
     "Managed",
     "Pausable",
     "Proxied",
     "Roled",
+    "as_collectable",
     "as_killable",
+    "as_linked",
     "as_managed",
     "as_pausable",
     "as_proxied",
     "as_roled",
+    "preflight",
 ]
 
 
@@ -50,10 +55,28 @@ class Pausable(Protocol):
 
 
 @runtime_checkable
+class Collectable(Protocol):
+    def full_gc(self, name: str) -> None: ...
+
+
+@runtime_checkable
 class Proxied(Protocol):
     def proxy_client(self) -> ToxiproxyClient: ...
 
+    def require_proxy(self, name: str) -> str: ...
+
+
+@runtime_checkable
+class Linked(Protocol):
     def require_link(self, name: str) -> str: ...
+
+    def check_peer_links(self, how: str) -> None:
+        """Raise when node→node links cannot be `cut` (or `slow`ed) on this cluster."""
+        ...
+
+    def set_link(self, name: str, enabled: bool) -> None:
+        """Cut (False) or restore (True) the link `name` (`n1_to_n2`, `client_to_n1`)."""
+        ...
 
 
 @runtime_checkable
@@ -71,6 +94,19 @@ class Managed(Protocol):
     def management(self, name: str) -> ManagementClient:
         """A client for the management API of node `name`."""
         ...
+
+
+def preflight(cluster: object, ops: Iterable[FaultOp]) -> None:
+    """Refuse, before the cluster starts, a schedule with a fault the cluster cannot apply
+    (a fault kind may offer `preflight(cluster, op)`; most need nothing checked)."""
+    from faults.catalog import fault_for
+
+    for op in ops:
+        if op.action != "start":
+            continue
+        check = getattr(fault_for(op.fault), "preflight", None)
+        if check is not None:
+            check(cluster, op)
 
 
 class Fault(Protocol):
@@ -99,6 +135,18 @@ def as_killable(cluster: object, kind: str) -> Killable:
 def as_pausable(cluster: object, kind: str) -> Pausable:
     if not isinstance(cluster, Pausable):
         raise ClusterError(f"fault {kind!r} needs a cluster whose nodes can be paused")
+    return cluster
+
+
+def as_collectable(cluster: object, kind: str) -> Collectable:
+    if not isinstance(cluster, Collectable):
+        raise ClusterError(f"fault {kind!r} needs a cluster that can run a full GC in a node")
+    return cluster
+
+
+def as_linked(cluster: object, kind: str) -> Linked:
+    if not isinstance(cluster, Linked):
+        raise ClusterError(f"fault {kind!r} needs a cluster whose links can be cut")
     return cluster
 
 

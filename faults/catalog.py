@@ -8,7 +8,7 @@ from faults.base import Fault
 from faults.docker_faults import Disconnect, DiskFill
 from faults.operator_faults import DesignatePrimary, QuorumOverride, SetPriority, TransferMaster
 from faults.partition_faults import Isolate, Partition
-from faults.process_faults import Kill, Pause
+from faults.process_faults import FullGc, Kill, Pause
 from faults.proxy_faults import TOXIC_FAULTS, Cut
 from lab.errors import UsageError
 
@@ -19,6 +19,7 @@ FAULTS: Mapping[str, Fault] = {
     for f in (
         Kill(),
         Pause(),
+        FullGc(),
         Cut(),
         *TOXIC_FAULTS,
         DiskFill(),

@@ -1,4 +1,7 @@
-"""Network partitions between nodes: every node→node proxy across the cut, both directions.
+"""Network partitions between nodes: every node→node link across the cut, both directions.
+
+The cluster cuts a link where it can (its Toxiproxy proxy; for a target whose nodes
+dial each other directly, the Docker backend's packet filter in the node).
 
     partition   target: a label (e.g. "group"); params.sides "n1|n2,n3": no node of one
                 side reaches a node of the other; nodes on neither side keep all links
@@ -11,7 +14,7 @@ The heal enables every proxy it disabled.
 
 from __future__ import annotations
 
-from faults.base import as_proxied, as_roled
+from faults.base import as_linked, as_roled
 from faults.ops import FaultOp
 from faults.targets import split_sides
 from lab.errors import UsageError
@@ -35,14 +38,18 @@ def isolate_links(node: str, nodes: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def _set_links(cluster: object, kind: str, links: tuple[str, ...], enabled: bool) -> None:
-    proxied = as_proxied(cluster, kind)
-    client = proxied.proxy_client()
+    linked = as_linked(cluster, kind)
     for link in links:
-        client.set_enabled(proxied.require_link(link), enabled)
+        linked.require_link(link)  # every link known before any is touched
+    for link in links:
+        linked.set_link(link, enabled)
 
 
 class Partition:
     kind = "partition"
+
+    def preflight(self, cluster: object, op: FaultOp) -> None:
+        as_linked(cluster, self.kind).check_peer_links("cut")
 
     def _links(self, op: FaultOp) -> tuple[str, ...]:
         return partition_links(*partition_sides(op))
@@ -56,6 +63,9 @@ class Partition:
 
 class Isolate:
     kind = "isolate"
+
+    def preflight(self, cluster: object, op: FaultOp) -> None:
+        as_linked(cluster, self.kind).check_peer_links("cut")
 
     def _links(self, cluster: object, op: FaultOp) -> tuple[str, ...]:
         return isolate_links(op.target, as_roled(cluster, self.kind).node_names)

@@ -1,11 +1,12 @@
-"""Faults on a node's process: kill -9 and restart; SIGSTOP/SIGCONT (a full-GC stall)."""
+"""Faults on a node's process: kill -9 and restart; SIGSTOP/SIGCONT (a full-GC stall);
+a real full garbage collection in a JVM node (`jcmd <pid> GC.run`)."""
 
 from __future__ import annotations
 
-from faults.base import as_killable, as_pausable
+from faults.base import as_collectable, as_killable, as_pausable
 from faults.ops import FaultOp
 
-__all__ = ["Kill", "Pause"]
+__all__ = ["FullGc", "Kill", "Pause"]
 
 
 class Kill:
@@ -30,3 +31,18 @@ class Pause:
 
     def heal(self, cluster: object, op: FaultOp) -> None:
         as_pausable(cluster, self.kind).resume(op.target)
+
+
+class FullGc:
+    """A full garbage collection in the node's JVM, now; nothing to heal (it ends by itself).
+
+    Beside `pause`: a pause is a stall of chosen length on any target; a full GC is the
+    real event, as long as the JVM makes it."""
+
+    kind = "full_gc"
+
+    def apply(self, cluster: object, op: FaultOp) -> None:
+        as_collectable(cluster, self.kind).full_gc(op.target)
+
+    def heal(self, cluster: object, op: FaultOp) -> None:
+        return None

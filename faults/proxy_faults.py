@@ -4,25 +4,29 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from faults.base import as_proxied
+from faults.base import as_linked, as_proxied
 from faults.ops import FaultOp
 from lab.errors import UsageError
+from lab.topology import split_node_link
 
 __all__ = ["TOXIC_FAULTS", "Cut", "Toxic"]
 
 
 class Cut:
-    """Disable the proxy: open connections drop and new ones are refused."""
+    """Cut the link: a proxy is disabled (open connections drop, new ones are refused); a
+    direct node→node link in containers is filtered (packets dropped)."""
 
     kind = "cut"
 
+    def preflight(self, cluster: object, op: FaultOp) -> None:
+        if split_node_link(op.target) is not None:
+            as_linked(cluster, self.kind).check_peer_links("cut")
+
     def apply(self, cluster: object, op: FaultOp) -> None:
-        proxied = as_proxied(cluster, self.kind)
-        proxied.proxy_client().set_enabled(proxied.require_link(op.target), False)
+        as_linked(cluster, self.kind).set_link(op.target, False)
 
     def heal(self, cluster: object, op: FaultOp) -> None:
-        proxied = as_proxied(cluster, self.kind)
-        proxied.proxy_client().set_enabled(proxied.require_link(op.target), True)
+        as_linked(cluster, self.kind).set_link(op.target, True)
 
 
 @dataclass(frozen=True)
@@ -45,9 +49,13 @@ class Toxic:
             return (stream,)
         raise UsageError(f"fault {op.id}: stream must be both, upstream or downstream")
 
+    def preflight(self, cluster: object, op: FaultOp) -> None:
+        if split_node_link(op.target) is not None:
+            as_linked(cluster, self.kind).check_peer_links("slow")
+
     def apply(self, cluster: object, op: FaultOp) -> None:
         proxied = as_proxied(cluster, self.kind)
-        link = proxied.require_link(op.target)
+        link = proxied.require_proxy(op.target)
         attrs = {
             attr: int(op.params.get(param, default)) for param, attr, default in self.attributes
         }
@@ -58,7 +66,7 @@ class Toxic:
 
     def heal(self, cluster: object, op: FaultOp) -> None:
         proxied = as_proxied(cluster, self.kind)
-        link = proxied.require_link(op.target)
+        link = proxied.require_proxy(op.target)
         for stream in ("downstream", "upstream"):
             proxied.proxy_client().remove_toxic(link, f"{op.id}_{stream}")
 

@@ -23,6 +23,10 @@ Cluster: TypeAlias = "ProcessCluster | DockerCluster"
 def make_target(name: str) -> Target:
     if name == "broker_ref":
         return BrokerRefTarget()
+    if name == "qpid-broker-j":
+        from lab.brokerj.target import BrokerJTarget
+
+        return BrokerJTarget()
     raise UsageError(f"unknown target {name!r} (known: {', '.join(TARGETS)})")
 
 

@@ -16,21 +16,31 @@ import requests
 from lab.errors import UsageError
 from lab.management import Credentials, ManagementClient
 from lab.ports import HOST
-from lab.target import ClusterPlan, LogRecord, NodePlan, NodeStatus, parse_oplog_line
+from lab.target import (
+    ClusterPlan,
+    ContainerLaunch,
+    LogRecord,
+    NodePlan,
+    NodeStatus,
+    parse_oplog_line,
+)
 
-__all__ = ["GROUP_SIZES", "BrokerRefTarget", "check_plan", "node_config"]
+__all__ = ["CONTAINER_CONFIG", "GROUP_SIZES", "BrokerRefTarget", "check_plan", "node_config"]
 
 GROUP_SIZES = (1, 2, 3, 5)
+CONTAINER_CONFIG = "/etc/lab/node.json"
 
 
-def node_config(cluster: ClusterPlan, node: NodePlan, credentials: Credentials) -> dict[str, Any]:
-    """The JSON configuration of one node of the group."""
+def node_config(
+    cluster: ClusterPlan, node: NodePlan, credentials: Credentials, host: str = HOST
+) -> dict[str, Any]:
+    """The JSON configuration of one node of the group; it listens on `host`."""
     settings = cluster.settings
     peers = dict(cluster.peer_addresses.get(node.name, {}))
     return {
         "name": node.name,
         "group": cluster.group,
-        "host": HOST,
+        "host": host,
         "amqp_port": node.amqp_port,
         "management_port": node.management_port,
         "replication_port": node.replication_port,
@@ -78,6 +88,14 @@ def check_plan(cluster: ClusterPlan) -> None:
 class BrokerRefTarget:
     name = "broker_ref"
     credentials = Credentials()
+    ready_timeout_s = 30.0
+    restart_allowance_s = 0.0
+    election_allowance_s = 0.0
+    proxied_peer_links = True
+    data_disk_mb = 64
+
+    def prepare(self) -> None:
+        """Nothing to fetch: broker_ref is part of the lab."""
 
     def command(self, cluster: ClusterPlan, node: NodePlan) -> list[str]:
         check_plan(cluster)
@@ -85,6 +103,21 @@ class BrokerRefTarget:
         path = node.node_dir / "config.json"
         path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
         return [sys.executable, "-m", "broker_ref", "--config", str(path)]
+
+    def container_launch(
+        self, cluster: ClusterPlan, node: NodePlan, address_of: dict[str, str]
+    ) -> ContainerLaunch:
+        """Listens on every interface of its container; reaches its peers through the
+        proxies of `cluster.peer_addresses` (so `address_of` is not needed)."""
+        check_plan(cluster)
+        config = node_config(cluster, node, self.credentials, host="0.0.0.0")
+        text = json.dumps(config, indent=2) + "\n"
+        (node.node_dir / "config.json").write_text(text, encoding="utf-8")
+        return ContainerLaunch(
+            config=text.encode(),
+            config_path=CONTAINER_CONFIG,
+            command=("python3", "-m", "broker_ref", "--config", CONTAINER_CONFIG),
+        )
 
     def management(self, node: NodePlan) -> ManagementClient:
         return ManagementClient(

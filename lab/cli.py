@@ -43,8 +43,8 @@ def _build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run a scenario into a new run folder")
     run.add_argument("scenario")
     run.add_argument("--seed", help="the run's seed (default: a random one, printed)")
-    run.add_argument("--backend", default="process", help="process (default)")
-    run.add_argument("--target", default="broker_ref", help="broker_ref (default)")
+    run.add_argument("--backend", default="process", help="process (default) or docker")
+    run.add_argument("--target", default="broker_ref", help="broker_ref (default) or qpid-broker-j")
     run.add_argument("--runs-dir", type=Path, default=DEFAULT_RUNS_DIR)
     run.add_argument(
         "--durability",
@@ -71,7 +71,7 @@ def _build_parser() -> argparse.ArgumentParser:
     up = sub.add_parser("up", help="start a cluster behind Toxiproxy and leave it running")
     up.add_argument("--nodes", type=int, default=1)
     up.add_argument("--backend", default="process")
-    up.add_argument("--target", default="broker_ref")
+    up.add_argument("--target", default="broker_ref", help="broker_ref or qpid-broker-j")
     up.add_argument(
         "--toxiproxy-port", type=int, help="the Toxiproxy API port (default: a free one)"
     )
@@ -90,6 +90,11 @@ def _build_parser() -> argparse.ArgumentParser:
     bench = sub.add_parser("bench", help="run a benchmark (no name: list them)")
     bench.add_argument("name", nargs="?")
     bench.add_argument("--backend", default="process", help="process (default) or docker")
+    bench.add_argument(
+        "--target",
+        default="broker_ref",
+        help="broker_ref (default); another target is measured beside broker_ref in one run",
+    )
 
     images = sub.add_parser("images", help="build the lab's container images (Docker backend)")
     images.add_argument("action", choices=["build"], help="build (cached by content)")
@@ -241,13 +246,21 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         for name, bench in sorted(BENCHMARKS.items()):
             print(f"{name:<12}  {bench.description}")
         return 0
-    from lab.spec import BACKENDS
+    from lab.spec import BACKENDS, TARGETS
 
     bench = benchmark_named(args.name)
     say = _say
     if args.backend not in BACKENDS:
         raise UsageError(f"unknown backend {args.backend!r} (known: {', '.join(BACKENDS)})")
-    if args.backend == "process":
+    if args.target not in TARGETS:
+        raise UsageError(f"unknown target {args.target!r} (known: {', '.join(TARGETS)})")
+    if args.target != "broker_ref":
+        if bench.run_against is None:
+            raise UsageError(f"benchmark {bench.name!r} measures broker_ref only")
+        if args.backend != "process":
+            raise UsageError("a benchmark against another target runs on local processes")
+        figure = bench.run_against(say, args.target)
+    elif args.backend == "process":
         figure = bench.run(say)
     elif bench.run_on is None:
         raise UsageError(f"benchmark {bench.name!r} runs on the process backend only")

@@ -11,11 +11,13 @@ import time
 from collections.abc import Mapping
 from typing import Generic, Protocol, TypeVar
 
-from lab.errors import ClusterError
+from lab.errors import ClusterError, UsageError
+from lab.events import Events
 from lab.management import ManagementClient
 from lab.ports import HOST, free_ports, release_ports
 from lab.spec import Topology
-from lab.target import ClusterPlan, ManagedTarget, NodePlan, NodeStatus, Target
+from lab.target import ClusterPlan, JvmTarget, ManagedTarget, NodePlan, NodeStatus, Target
+from lab.topology import split_node_link
 from lab.toxiproxy_api import ProxyInfo, ToxiproxyClient
 
 __all__ = ["ClusterBase", "NodeHandle", "group_ready"]
@@ -59,7 +61,12 @@ class ClusterBase(Generic[N]):
     plan: ClusterPlan | None
     proxies: dict[str, ProxyInfo]
     toxiproxy: ToxiproxyClient | None
+    events: Events
     _reserved: list[int]
+
+    def _run_full_gc(self, name: str, target: JvmTarget) -> str:
+        """Run the target's full-GC command on the node where it runs; return its output."""
+        raise ClusterError(f"the {type(self).__name__} cannot run commands in its nodes")
 
     def _take_ports(self, count: int) -> list[int]:
         """Free ports, reserved until `_release_ports` (in `stop`)."""
@@ -102,9 +109,10 @@ class ClusterBase(Generic[N]):
             raise ClusterError(f"target {self.target.name!r} has no management API")
         return self.target.management(self.node(name).plan)
 
-    def wait_ready(self, timeout_s: float = 30.0) -> str:
+    def wait_ready(self, timeout_s: float | None = None) -> str:
         """Wait until every node answers, exactly one is MASTER and every other is REPLICA;
-        return the master's name."""
+        return the master's name. The default wait is the target's own."""
+        timeout_s = timeout_s or self.target.ready_timeout_s
         deadline = time.monotonic() + timeout_s
         last: Mapping[str, NodeStatus | None] = {}
         while time.monotonic() < deadline:
@@ -124,9 +132,45 @@ class ClusterBase(Generic[N]):
         return self.toxiproxy
 
     def require_link(self, name: str) -> str:
+        """The name of a link this cluster can cut; a ClusterError when there is none."""
+        return self.require_proxy(name)
+
+    def require_proxy(self, name: str) -> str:
+        """The name of a link with a Toxiproxy proxy (toxics need one)."""
         if name not in self.proxies:
+            if split_node_link(name) is not None and not self.target.proxied_peer_links:
+                raise ClusterError(
+                    f"link {name} has no proxy: {self.target.name} nodes reach each other at "
+                    f"the addresses they advertise to the group ({self._peer_cut_note()})"
+                )
             raise ClusterError(f"no link named {name!r} (links: {', '.join(self.proxies)})")
         return name
+
+    def _peer_cut_note(self) -> str:
+        return "node→node links cannot be cut or slowed on this backend; try --backend docker"
+
+    # Whether this backend cuts node→node links that have no proxy (in the nodes).
+    filters_peer_links = False
+
+    def check_peer_links(self, how: str) -> None:
+        """Refuse, before anything starts, a fault that must `cut` or `slow` a node→node
+        link this cluster cannot reach (a UsageError naming why)."""
+        if self.target.proxied_peer_links or (how == "cut" and self.filters_peer_links):
+            return
+        where = (
+            "they can be cut only on the Docker backend (a packet filter in the node)"
+            if how == "cut"
+            else "no proxy can slow them"
+        )
+        raise UsageError(
+            f"{self.target.name} nodes reach each other at the addresses they advertise to "
+            f"the group, so node→node links have no proxy: {where}"
+        )
+
+    def set_link(self, name: str, enabled: bool) -> None:
+        """Cut (False) or restore (True) one link; idempotent."""
+        link = self.require_link(name)
+        self.proxy_client().set_enabled(link, enabled)
 
     def kill(self, name: str) -> None:
         self.node(name).kill()
@@ -136,6 +180,25 @@ class ClusterBase(Generic[N]):
 
     def pause(self, name: str) -> None:
         self.node(name).pause()
+
+    def full_gc(self, name: str) -> None:
+        """A full garbage collection in the node's JVM, now (`jcmd … GC.run`)."""
+        if not isinstance(self.target, JvmTarget):
+            raise ClusterError(
+                f"full_gc needs a JVM target; {self.target.name} is not one "
+                "(the pause fault models a stall on any target)"
+            )
+        node = self.node(name)
+        if not node.running or node.paused:
+            raise ClusterError(f"full_gc: node {name} is not running")
+        started = time.monotonic()
+        output = self._run_full_gc(name, self.target)
+        self.events.emit(
+            "node.gc",
+            name,
+            seconds=round(time.monotonic() - started, 3),
+            output=output.splitlines()[-1] if output else "",
+        )
 
     def resume(self, name: str) -> None:
         self.node(name).resume()

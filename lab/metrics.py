@@ -117,9 +117,9 @@ def masters_over_time(events: Iterable[Mapping[str, Any]]) -> tuple[tuple[float,
 def _two_masters(events: Iterable[Mapping[str, Any]]) -> bool:
     """True if two nodes were MASTER at the same time, by their role changes.
 
-    A killed, stopped or restarted node is no master; a paused (frozen) one acts as
-    nothing while frozen, and is a master again on resuming if it was one, until it
-    reports another role — after a grace of RESUME_GRACE_NS, the time its report of
+    A killed, stopped, exited (ended by itself) or restarted node is no master; a paused
+    (frozen) one acts as nothing while frozen, and is a master again on resuming if it was
+    one, until it reports another role — after a grace of RESUME_GRACE_NS, the time its report of
     the step-down a resumed node makes at once takes to reach the lab. What happens
     once the run's teardown began (nodes stopping one by one) does not count.
     """
@@ -139,7 +139,7 @@ def _two_masters(events: Iterable[Mapping[str, Any]]) -> bool:
                 claims.add(node)
             else:
                 claims.discard(node)
-        elif kind in ("node.kill", "node.stop", "node.start"):
+        elif kind in ("node.kill", "node.stop", "node.exit", "node.start"):
             claims.discard(node)
             frozen.discard(node)
         elif kind == "node.pause":

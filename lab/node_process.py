@@ -44,6 +44,7 @@ class NodeProcess:
         self.detached = detached
         self.proc: subprocess.Popen[bytes] | None = None
         self.paused = False
+        self._ending = False  # the lab is ending the process (kill, stop)
         self._reader: threading.Thread | None = None
         self.log_path: Path = plan.node_dir / "broker.log"
         self.stderr_path: Path = plan.node_dir / "stderr.log"
@@ -59,6 +60,7 @@ class NodeProcess:
     def start(self) -> None:
         if self.running:
             return
+        self._ending = False
         self.plan.data_dir.mkdir(parents=True, exist_ok=True)
         with self.stderr_path.open("ab") as err:
             if self.detached:
@@ -91,24 +93,35 @@ class NodeProcess:
 
     def _read_log(self, stream: IO[bytes]) -> None:
         with self.log_path.open("a", buffering=1, encoding="utf-8") as log:
-            for raw in stream:
-                line = raw.decode("utf-8", "replace")
-                log.write(line)
-                record = self.target.parse_log_line(line)
-                if record is None:
-                    continue
-                self.events.emit(
-                    "broker.log",
-                    self.plan.name,
-                    code=record.code,
-                    level=record.level,
-                    text=record.text,
-                )
-                change = record.role_change
-                if change is not None:
-                    self.events.emit(
-                        "node.role", self.plan.name, role=change[1], previous=change[0]
-                    )
+            self._follow(stream, log)
+        proc = self.proc
+        if proc is None or self._ending:
+            return
+        try:
+            status = proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            return  # it closed its output but runs on
+        if not self._ending:
+            # It ended by itself (a broker that shuts down on a fatal error).
+            self.events.emit("node.exit", self.plan.name, status=status)
+
+    def _follow(self, stream: IO[bytes], log: IO[str]) -> None:
+        for raw in stream:
+            line = raw.decode("utf-8", "replace")
+            log.write(line)
+            record = self.target.parse_log_line(line)
+            if record is None:
+                continue
+            self.events.emit(
+                "broker.log",
+                self.plan.name,
+                code=record.code,
+                level=record.level,
+                text=record.text,
+            )
+            change = record.role_change
+            if change is not None:
+                self.events.emit("node.role", self.plan.name, role=change[1], previous=change[0])
 
     def exit_detail(self) -> str:
         status = self.proc.returncode if self.proc else "?"
@@ -125,6 +138,7 @@ class NodeProcess:
 
     def kill(self) -> None:
         """kill -9: no chance to flush or close anything."""
+        self._ending = True
         if self._signal(signal.SIGKILL) and self.proc is not None:
             self.proc.wait()
             self._join_reader()
@@ -148,6 +162,7 @@ class NodeProcess:
         """A clean stop (SIGTERM), SIGKILL when it does not end in time."""
         if not self.running or self.proc is None:
             return
+        self._ending = True
         self._signal(signal.SIGCONT)
         self._signal(signal.SIGTERM)
         try:

@@ -13,7 +13,7 @@ from lab.events import Events, NoEvents
 from lab.node_process import NodeProcess, popen_options
 from lab.ports import HOST, require_free
 from lab.spec import Durability, GroupSettings, Topology
-from lab.target import ClusterPlan, NodePlan, Target
+from lab.target import ClusterPlan, JvmTarget, NodePlan, Target, run_command
 from lab.topology import Link, client_link, links_for
 from lab.toxiproxy_api import ProxyInfo, ToxiproxyClient, start_server
 
@@ -53,7 +53,7 @@ class ProcessCluster(ClusterBase[NodeProcess]):
         self._toxiproxy_port = toxiproxy_port
         self.toxiproxy_proc: subprocess.Popen[bytes] | None = None
         self.toxiproxy: ToxiproxyClient | None = None
-        self.links: tuple[Link, ...] = links_for(topology.node_names)
+        self.links: tuple[Link, ...] = links_for(topology.node_names, target.proxied_peer_links)
         self.proxies: dict[str, ProxyInfo] = {}
         self.nodes: dict[str, NodeProcess] = {}
         self.plan: ClusterPlan | None = None
@@ -61,13 +61,14 @@ class ProcessCluster(ClusterBase[NodeProcess]):
 
     # -- life cycle ---------------------------------------------------------------------------
 
-    def start(self, timeout_s: float = 30.0) -> str:
+    def start(self, timeout_s: float | None = None) -> str:
         """Start Toxiproxy, the proxies and the nodes; wait for a master; return its name."""
         try:
+            self.target.prepare()
             self._start_toxiproxy()
             self._plan_and_proxy()
             self._start_nodes()
-            return self.wait_ready(timeout_s)
+            return self.wait_ready(timeout_s or self.target.ready_timeout_s)
         except BaseException:
             self.stop()
             raise
@@ -148,6 +149,9 @@ class ProcessCluster(ClusterBase[NodeProcess]):
         self._release_ports()
 
     # -- what clients and faults use ---------------------------------------------------------
+
+    def _run_full_gc(self, name: str, target: JvmTarget) -> str:
+        return run_command(target.full_gc_command(self.node(name).pid))
 
     def client_urls(self) -> list[str]:
         """The AMQP address of each node through its client proxy, in node order."""

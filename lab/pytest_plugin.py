@@ -77,12 +77,12 @@ def lab_run(
     from lab.runner import run_scenario
     from scenarios.catalog import scenario_named
 
-    def run(name: str, backend: str | None = None) -> object:
+    def run(name: str, backend: str | None = None, target: str = "broker_ref") -> object:
         scenario = scenario_named(name)
         chosen = backend or lab_backend
         if chosen not in scenario.backends:
             pytest.skip(f"{name} runs on the {' or '.join(scenario.backends)} backend only")
-        spec = scenario.spec(lab_seed, backend=chosen)
+        spec = scenario.spec(lab_seed, backend=chosen, target=target)
         runs_dir = tmp_path / "runs"
         try:
             outcome = run_scenario(spec, scenario, runs_dir)

@@ -19,9 +19,10 @@ from types import FrameType
 from typing import Any
 
 from clients.checker import CheckResult, check_path
+from faults.base import preflight
 from faults.nemesis import Nemesis
 from faults.ops import FaultOp
-from lab.backends import Cluster, make_cluster
+from lab.backends import Cluster, make_cluster, make_target
 from lab.errors import LabError
 from lab.metrics import RunMetrics, read_events, read_operations, run_metrics
 from lab.progress import NoProgress, Progress
@@ -140,6 +141,7 @@ class _Run:
 
     def _body(self, cluster: Cluster) -> None:
         spec = self.spec
+        preflight(cluster, spec.schedule)
         self.phase("cluster")
         master = cluster.start()
         self.progress.note(f"cluster ready, master {master}")
@@ -172,7 +174,7 @@ class _Run:
             self.phase("heal")
         # Leaving the block healed every fault; the cluster must be whole before draining.
         try:
-            cluster.wait_ready(timeout_s=30.0)
+            cluster.wait_ready()
         except LabError as exc:
             self.events.emit("cluster.unready", None, error=str(exc))
             self.progress.note(f"cluster not ready after healing: {exc}")
@@ -272,7 +274,15 @@ def run_scenario(
     events = read_events(folder.events)
     metrics = run_metrics(read_operations(folder.history), events)
     prediction = scenario.prediction_for(spec)
-    verdict = prediction.judge(check, events, metrics)
+    target = make_target(spec.target)
+    verdict = prediction.judge(
+        check,
+        events,
+        metrics,
+        target.election_allowance_s,
+        spec.target,
+        target.restart_allowance_s,
+    )
     outcome = RunOutcome(folder, spec, verdict, check, metrics)
     write_json(
         folder.result,

@@ -25,7 +25,7 @@ __all__ = [
 ]
 
 BACKENDS = ("process", "docker")
-TARGETS = ("broker_ref",)
+TARGETS = ("broker_ref", "qpid-broker-j")
 SPEC_VERSION = 1
 MAX_SEED = 2**63 - 1
 

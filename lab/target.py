@@ -8,22 +8,27 @@ nothing about how the node is run (that is the backend's part).
 from __future__ import annotations
 
 import re
+import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+from lab.errors import ClusterError
 from lab.management import ManagementClient
 from lab.spec import Durability, GroupSettings
 
 __all__ = [
     "ClusterPlan",
+    "ContainerLaunch",
+    "JvmTarget",
     "LogRecord",
     "ManagedTarget",
     "NodePlan",
     "NodeStatus",
     "Target",
     "parse_oplog_line",
+    "run_command",
 ]
 
 
@@ -66,6 +71,15 @@ class NodeStatus:
 
 
 @dataclass(frozen=True)
+class ContainerLaunch:
+    """How a node starts in its container: its configuration file and command line."""
+
+    config: bytes
+    config_path: str  # where the configuration is copied inside the container
+    command: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class LogRecord:
     time: str
     level: str
@@ -75,8 +89,14 @@ class LogRecord:
 
     @property
     def role_change(self) -> tuple[str, str] | None:
-        """(old, new) for a role-change line, else None."""
+        """(old, new) for a line reporting this node's own role change, else None.
+
+        Nodes also report what they learn of the others' roles (HA-1010 naming
+        another node); those lines are not this node's role."""
         if self.code != "HA-1010":
+            return None
+        subject = re.search(r"Node : '([^']+)'", self.text)
+        if subject is not None and subject.group(1) != self.node:
             return None
         found = re.search(r"from '(\w+)' to '(\w+)'", self.text)
         return (found.group(1), found.group(2)) if found else None
@@ -97,9 +117,32 @@ class Target(Protocol):
     """What runs as a node."""
 
     name: str
+    ready_timeout_s: float  # how long a group may take to elect its first master
+    data_disk_mb: int  # the size of a node's data disk in containers
+    # How much longer than broker_ref's a node's restart takes: added to a scenario's load
+    # (after its schedule is made) and to bounds on the service's return after a restart.
+    restart_allowance_s: float
+    # Whether the nodes dial their peers at the addresses ClusterPlan.peer_addresses gives
+    # (so a Toxiproxy proxy sits on every node→node link), or at the peers' own addresses.
+    proxied_peer_links: bool
+    # How much longer than broker_ref's an election takes: scenarios' bounds on the
+    # service's return are set for broker_ref and get this added.
+    election_allowance_s: float
+
+    def prepare(self) -> None:
+        """Fetch or check what the nodes need (once, before any starts); idempotent."""
+        ...
 
     def command(self, cluster: ClusterPlan, node: NodePlan) -> list[str]:
         """Write the node's configuration and return the command line that starts it."""
+        ...
+
+    def container_launch(
+        self, cluster: ClusterPlan, node: NodePlan, address_of: dict[str, str]
+    ) -> ContainerLaunch:
+        """The node's configuration and command in a container; `node` is the container's
+        view (fixed ports, data on /data) and `address_of` maps each node to the
+        host:port of its replication service on the run's network."""
         ...
 
     def status(self, node: NodePlan, timeout_s: float = 1.0) -> NodeStatus | None:
@@ -112,9 +155,30 @@ class Target(Protocol):
 
 
 @runtime_checkable
+class JvmTarget(Protocol):
+    """A target whose nodes are JVMs: a full garbage collection can be asked of them."""
+
+    def full_gc_command(self, pid: int | None) -> list[str]:
+        """The command that runs a full GC in the node's JVM (`pid` None: inside its
+        container, where the broker is found by its main class)."""
+        ...
+
+
+@runtime_checkable
 class ManagedTarget(Protocol):
     """A target whose nodes have a Broker-J-style management API (lab.management)."""
 
     def management(self, node: NodePlan) -> ManagementClient:
         """A client for the node's management API, with the credentials the node was given."""
         ...
+
+
+def run_command(command: list[str], timeout_s: float = 30.0) -> str:
+    """Run a command beside a node (jcmd, …); its output, or a ClusterError saying why not."""
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ClusterError(f"{' '.join(command)}: {exc}") from exc
+    if done.returncode != 0:
+        raise ClusterError(f"{' '.join(command)}: {(done.stderr or done.stdout).strip()}")
+    return done.stdout.strip()

@@ -159,7 +159,7 @@ def _role_segments(events: Sequence[Mapping[str, Any]], end_s: float) -> tuple[R
         kind = e.get("kind")
         if kind == "node.role" and e.get("role"):
             change(str(node), str(e["role"]), at_s)
-        elif kind in ("node.kill", "node.stop"):
+        elif kind in ("node.kill", "node.stop", "node.exit"):
             change(str(node), "DOWN", at_s)
         elif kind == "node.start":
             change(str(node), None, at_s)

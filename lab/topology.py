@@ -9,7 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import permutations
 
-__all__ = ["Link", "client_link", "links_for", "node_link", "partition_links"]
+__all__ = [
+    "Link",
+    "client_link",
+    "links_for",
+    "node_link",
+    "partition_links",
+    "split_node_link",
+]
 
 
 @dataclass(frozen=True)
@@ -31,10 +38,22 @@ def node_link(source: str, dest: str) -> str:
     return f"{source}_to_{dest}"
 
 
-def links_for(nodes: tuple[str, ...]) -> tuple[Link, ...]:
+def links_for(nodes: tuple[str, ...], peer_links: bool = True) -> tuple[Link, ...]:
+    """Every client→node link, and every node→node link when `peer_links` (a target whose
+    nodes dial their peers through the proxies the lab gives them)."""
     client = tuple(Link(client_link(n), "client", n) for n in nodes)
+    if not peer_links:
+        return client
     peer = tuple(Link(node_link(a, b), a, b) for a, b in permutations(nodes, 2))
     return client + peer
+
+
+def split_node_link(name: str) -> tuple[str, str] | None:
+    """(source, dest) of a node→node link name `n1_to_n2`; None for a client link."""
+    source, sep, dest = name.partition("_to_")
+    if not sep or source == "client":
+        return None
+    return source, dest
 
 
 def partition_links(side_a: tuple[str, ...], side_b: tuple[str, ...]) -> tuple[str, ...]:

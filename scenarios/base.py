@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from clients.checker import CheckResult
 from faults.ops import FaultOp
+from lab.backends import make_target
 from lab.metrics import RunMetrics
 from lab.spec import Durability, GroupSettings, RunSpec, Topology, Workload
-from scenarios.expectations import Expectation
+from scenarios.expectations import UNCHECKABLE, Expectation
 from scenarios.facts import RunFacts, UnknownReference
 
 __all__ = ["Prediction", "Scenario", "Verdict", "fault_window", "uniform"]
@@ -49,9 +50,19 @@ class Prediction:
     refusals_expected: bool = False  # the broker must refuse some publishes (a full disk)
 
     def judge(
-        self, check: CheckResult, events: Iterable[Mapping[str, Any]], metrics: RunMetrics
+        self,
+        check: CheckResult,
+        events: Iterable[Mapping[str, Any]],
+        metrics: RunMetrics,
+        election_allowance_s: float = 0.0,
+        target: str = "broker_ref",
+        restart_allowance_s: float = 0.0,
     ) -> Verdict:
-        """The verdict with every reason it is not `held`."""
+        """The verdict with every reason it is not `held`. `election_allowance_s` is added
+        to every bound on the service's return (the target's elections take that much
+        longer than broker_ref's, for which the bounds are set), `restart_allowance_s` to
+        those counted from a node's restart. When the only reasons are
+        expectations the target's logs cannot show, the verdict is `unknown`."""
         reasons: list[str] = []
         if check.acknowledged == 0:
             return Verdict(
@@ -90,7 +101,7 @@ class Prediction:
             reasons.append("two nodes were MASTER at the same time")
         elif self.two_masters == "expected" and not metrics.two_masters_seen:
             reasons.append("the documents predict two masters at once here, and none were seen")
-        facts = RunFacts.gather(events, metrics)
+        facts = RunFacts.gather(events, metrics, election_allowance_s, target, restart_allowance_s)
         for expectation in self.expect:
             try:
                 reason = expectation.unmet(facts)
@@ -98,6 +109,8 @@ class Prediction:
                 reason = f"{expectation}: {exc}"
             if reason is not None:
                 reasons.append(reason)
+        if reasons and all(r.startswith(UNCHECKABLE) for r in reasons):
+            return Verdict("unknown", tuple(reasons))
         return Verdict("broken", tuple(reasons)) if reasons else Verdict("held", ())
 
 
@@ -127,7 +140,11 @@ class Scenario:
         target: str = "broker_ref",
         durability: Durability | None = None,
     ) -> RunSpec:
-        """The run spec for a seed, with the schedule computed from it (a pure function)."""
+        """The run spec for a seed, with the schedule computed from it (a pure function).
+
+        A target whose nodes take longer to restart (a JVM) gets its `restart_allowance_s`
+        added to the load after the schedule is made: the faults fall at the same moments, and
+        the service has time to come back before the load ends."""
         base = RunSpec(
             scenario=self.name,
             seed=seed,
@@ -138,7 +155,12 @@ class Scenario:
             workload=self.workload,
             group=self.group,
         )
-        return base.with_schedule(self.schedule(base, random.Random(seed)))
+        scheduled = base.with_schedule(self.schedule(base, random.Random(seed)))
+        extra = make_target(target).restart_allowance_s
+        if not extra:
+            return scheduled
+        longer = replace(self.workload, duration_s=self.workload.duration_s + extra)
+        return replace(scheduled, workload=longer)
 
     def prediction_for(self, spec: RunSpec) -> Prediction:
         """The prediction for this run's settings."""

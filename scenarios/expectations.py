@@ -40,6 +40,10 @@ def _windows(facts: RunFacts) -> tuple[Window, ...]:
     return facts.metrics.unavailable_windows
 
 
+OWN_CODE_PREFIX = "REF-"  # broker_ref's codes beside Broker-J's (broker_ref/oplog.py)
+UNCHECKABLE = "cannot be checked:"
+
+
 def _shown(windows: tuple[Window, ...]) -> str:
     if not windows:
         return "no gap over the threshold"
@@ -55,6 +59,11 @@ class LogSeen:
     def unmet(self, facts: RunFacts) -> str | None:
         node = None if self.node is None else facts.node(self.node)
         since = None if self.after is None else facts.moment(self.after)
+        if self.code.startswith(OWN_CODE_PREFIX) and facts.target != "broker_ref":
+            return (
+                f"{UNCHECKABLE} {self.code} is broker_ref's own log code; {facts.target} "
+                "writes none for this event, so its logs cannot show it"
+            )
         for line in facts.logs:
             if line.code != self.code:
                 continue
@@ -145,9 +154,16 @@ class ServiceResumed:
         if gap.end_s >= metrics.load_end_s - 1e-3:
             return f"service had not resumed {metrics.load_end_s - m:.2f} s after {self.after}"
         waited = gap.end_s - m
-        if waited <= self.within_s:
+        restart = facts.restart_allowance_s if facts.after_restart(self.after) else 0.0
+        bound = self.within_s + facts.election_allowance_s + restart
+        if waited <= bound:
             return None
-        return (
-            f"service resumed {waited:.2f} s after {self.after}, "
-            f"expected within {self.within_s:g} s"
+        parts = [f"{self.within_s:g} s"]
+        if facts.election_allowance_s:
+            parts.append(f"the target's election allowance {facts.election_allowance_s:g} s")
+        if restart:
+            parts.append(f"its restart allowance {restart:g} s")
+        allowance = f" ({' + '.join(parts)})" if len(parts) > 1 else ""
+        return f"service resumed {waited:.2f} s after {self.after}, expected within {bound:g} s" + (
+            allowance
         )

@@ -45,9 +45,18 @@ class RunFacts:
     logs: tuple[LogLine, ...]
     final_roles: Mapping[str, str | None]
     metrics: RunMetrics
+    election_allowance_s: float = 0.0  # the target's elections take this much longer
+    target: str = "broker_ref"
+    restart_allowance_s: float = 0.0  # the target's nodes take this much longer to restart
 
     @staticmethod
-    def gather(events: Iterable[Mapping[str, Any]], metrics: RunMetrics) -> RunFacts:
+    def gather(
+        events: Iterable[Mapping[str, Any]],
+        metrics: RunMetrics,
+        election_allowance_s: float = 0.0,
+        target: str = "broker_ref",
+        restart_allowance_s: float = 0.0,
+    ) -> RunFacts:
         starts: dict[str, FaultFacts] = {}
         ends: dict[str, float] = {}
         logs: list[LogLine] = []
@@ -75,7 +84,9 @@ class RunFacts:
             i: FaultFacts(f.id, f.fault, f.target, f.start_s, ends.get(i), f.roles)
             for i, f in starts.items()
         }
-        return RunFacts(faults, tuple(logs), final, metrics)
+        return RunFacts(
+            faults, tuple(logs), final, metrics, election_allowance_s, target, restart_allowance_s
+        )
 
     def fault(self, fault_id: str) -> FaultFacts:
         try:
@@ -94,6 +105,11 @@ class RunFacts:
         if ref in self.faults or (ref.startswith("f") and ref[1:].isdigit()):
             return self.fault(ref).target
         return ref
+
+    def after_restart(self, ref: str) -> bool:
+        """Whether `ref` is the end of a kill (the moment the node is started again)."""
+        fault_id, _, edge = ref.partition(":")
+        return edge == "end" and self.fault(fault_id).fault == "kill"
 
     def moment(self, ref: str) -> float:
         """Seconds since the run began for `f1:start` / `f1:end`."""

@@ -19,7 +19,6 @@ from lab.docker.node_config import (
     AMQP_PORT,
     MANAGEMENT_PORT,
     REPLICATION_PORT,
-    container_config,
     container_node_plan,
 )
 from lab.spec import Durability
@@ -72,7 +71,9 @@ def test_a_nodes_container_config_listens_on_all_its_interfaces(tmp_path: Path) 
         plan.node_dir.mkdir()
     peers = {"n1": {"n2": "10.0.0.2:11001", "n3": "10.0.0.2:11002"}}
     cluster = ClusterPlan("lab", nodes, Durability(), peer_addresses=peers)
-    written = json.loads(container_config(BrokerRefTarget(), cluster, nodes[0]))
+    launch = BrokerRefTarget().container_launch(cluster, nodes[0], {})
+    written = json.loads(launch.config)
+    assert launch.command[-2:] == ("--config", launch.config_path)
     assert written["host"] == "0.0.0.0"
     assert (written["amqp_port"], written["management_port"]) == (AMQP_PORT, MANAGEMENT_PORT)
     assert written["replication_port"] == REPLICATION_PORT

@@ -100,7 +100,7 @@ def test_bad_partition_sides_are_refused(bad: str) -> None:
 
 
 class _Proxies:
-    """A fake Toxiproxy client and the Proxied + Roled abilities."""
+    """A fake Toxiproxy client and the Proxied + Linked + Roled abilities."""
 
     node_names = ("n1", "n2", "n3")
 
@@ -115,6 +115,15 @@ class _Proxies:
 
     def require_link(self, name: str) -> str:
         return name
+
+    def require_proxy(self, name: str) -> str:
+        return name
+
+    def set_link(self, name: str, enabled: bool) -> None:
+        self.set_enabled(name, enabled)
+
+    def check_peer_links(self, how: str) -> None:
+        return None
 
     def roles(self) -> dict[str, str | None]:
         return dict(ROLES)

@@ -193,6 +193,15 @@ def test_a_frozen_master_is_no_master_until_it_resumes() -> None:
     )
 
 
+def test_a_master_that_ended_by_itself_is_no_master() -> None:
+    history = _history([(1.0, "ok", "n1")])
+    claims = [_event(1.0, "node.role", "n1", role="MASTER")]
+    elected = _event(3.0, "node.role", "n2", role="MASTER")
+    assert run_metrics(history, [*claims, elected]).two_masters_seen
+    exited = _event(2.0, "node.exit", "n1", status=1)  # a broker that shut itself down
+    assert not run_metrics(history, [*claims, exited, elected]).two_masters_seen
+
+
 def test_lab_run_refuses_sync_on_the_master_with_coalescing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -16,11 +16,14 @@ Say: TypeAlias = Callable[[str], None]
 class Benchmark:
     """One benchmark: `run(say)` reports progress through `say` and returns the figure line.
 
-    It runs on local processes; one that can also run on another backend has
-    `run_on(say, backend)`.
+    It runs broker_ref on local processes; one that can also run on another backend
+    has `run_on(say, backend)`; one that can measure another target has
+    `run_against(say, target)`, which measures broker_ref in the same run and prints
+    both figures, so the two are compared on one machine at one time.
     """
 
     name: str
     description: str
     run: Callable[[Say], str]
     run_on: Callable[[Say, str], str] | None = None
+    run_against: Callable[[Say, str], str] | None = None

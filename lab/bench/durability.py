@@ -54,6 +54,20 @@ CONFIGURATIONS = (
     Configuration("NO_SYNC,NO_SYNC,SIMPLE_MAJORITY +cs (default)", 2, Durability()),
 )
 HEADLINE = CONFIGURATIONS[-1]
+# What every target offers: Broker-J fixes the replica acknowledgement policy at
+# SIMPLE_MAJORITY (in a group of two, both nodes), so the comparison uses that policy.
+COMPARED = (
+    CONFIGURATIONS[0],
+    Configuration(
+        "SYNC,SYNC,SIMPLE_MAJORITY", 2, Durability("SYNC", "SYNC", "SIMPLE_MAJORITY", False)
+    ),
+    Configuration(
+        "WRITE_NO_SYNC,WRITE_NO_SYNC,SIMPLE_MAJORITY +cs",
+        2,
+        Durability("WRITE_NO_SYNC", "WRITE_NO_SYNC", "SIMPLE_MAJORITY", True),
+    ),
+    HEADLINE,
+)
 
 
 def _measure(urls: list[str], nodes: tuple[str, ...], clients: int, work_dir: Path) -> float:
@@ -65,18 +79,20 @@ def _measure(urls: list[str], nodes: tuple[str, ...], clients: int, work_dir: Pa
     )
 
 
-def _row(config: Configuration, root: Path, say: Say) -> dict[int, float]:
-    work_dir = root / config.label.replace(",", "-").replace(" ", "_")
-    work_dir.mkdir()
+def _row(
+    config: Configuration, root: Path, say: Say, target: str = "broker_ref"
+) -> dict[int, float]:
+    work_dir = root / target / config.label.replace(",", "-").replace(" ", "_")
+    work_dir.mkdir(parents=True)
     cluster = make_cluster(
-        "process", "broker_ref", Topology(nodes=config.nodes), config.durability, work_dir
+        "process", target, Topology(nodes=config.nodes), config.durability, work_dir
     )
     rates: dict[int, float] = {}
     try:
         cluster.start()
         for clients in CLIENTS:
             rates[clients] = _measure(cluster.client_urls(), cluster.node_names, clients, work_dir)
-            say(f"  {config.label}: {clients}/{clients} -> {rates[clients]:,.0f} msg/s")
+            say(f"  {target} {config.label}: {clients}/{clients} -> {rates[clients]:,.0f} msg/s")
     finally:
         cluster.stop()
     return rates
@@ -114,9 +130,42 @@ def run(say: Say) -> str:
     )
 
 
+def _share(rates: dict[int, float], baseline: dict[int, float]) -> float:
+    return sum(100 * rates[c] / baseline[c] for c in CLIENTS) / len(CLIENTS)
+
+
+def run_against(say: Say, target: str) -> str:
+    """The configurations every target offers, for broker_ref and `target` in one run."""
+    tables: dict[str, dict[str, dict[int, float]]] = {}
+    with tempfile.TemporaryDirectory(prefix="lab-bench-durability-") as tmp:
+        for name in ("broker_ref", target):
+            rows: dict[str, dict[int, float]] = {}
+            for config in COMPARED:
+                say(f"{name}: {config.label} ({config.nodes} node(s))")
+                rows[config.label] = _row(config, Path(tmp), say, name)
+            tables[name] = rows
+    for name, rows in tables.items():
+        say(f"{name} (single node in msg/s, groups of two in % of it):")
+        for line in table(rows, rows[COMPARED[0].label]):
+            say(f"  {line}")
+    shares = {
+        name: _share(rows[HEADLINE.label], rows[COMPARED[0].label]) for name, rows in tables.items()
+    }
+    single = {name: rows[COMPARED[0].label] for name, rows in tables.items()}
+    mean_single = {name: sum(r.values()) / len(r) for name, r in single.items()}
+    return (
+        f"durability: default HA settings ({HEADLINE.durability.triplet}, coalescing-sync, "
+        f"2 nodes) = {shares[target]:.0f}% of a single node for {target} vs "
+        f"{shares['broker_ref']:.0f}% for broker_ref; single node {mean_single[target]:,.0f} "
+        f"vs {mean_single['broker_ref']:,.0f} msg/s (means over "
+        f"{', '.join(f'{c}/{c}' for c in CLIENTS)} clients, local processes)"
+    )
+
+
 BENCHMARK = Benchmark(
     name="durability",
     description="the seeds' table P1: msg/s on 1 node vs 2-node groups under each durability "
     "triplet, as % of the single node",
     run=run,
+    run_against=run_against,
 )

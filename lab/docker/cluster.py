@@ -29,17 +29,16 @@ from testcontainers.core.config import testcontainers_config
 from testcontainers.core.container import DockerContainer
 
 from lab.cluster_base import ClusterBase
+from lab.docker import node_filter
 from lab.docker.engine import Say, ensure_engine
 from lab.docker.images import build_images
 from lab.docker.labels import Owner, RunLabels, new_run_id
 from lab.docker.networks import RunNetworks, Subnet
 from lab.docker.node_config import (
     AMQP_PORT,
-    CONFIG_PATH,
     DATA_DIR,
     MANAGEMENT_PORT,
     REPLICATION_PORT,
-    container_config,
     container_node_plan,
 )
 from lab.docker.node_container import NodeContainer
@@ -49,8 +48,8 @@ from lab.errors import ClusterError, LabError
 from lab.events import Events, NoEvents
 from lab.ports import HOST, require_free
 from lab.spec import Durability, GroupSettings, Topology
-from lab.target import ClusterPlan, NodePlan, Target
-from lab.topology import Link, links_for
+from lab.target import ClusterPlan, ContainerLaunch, JvmTarget, NodePlan, Target
+from lab.topology import Link, links_for, split_node_link
 from lab.toxiproxy_api import ProxyInfo, ToxiproxyClient
 
 __all__ = ["DockerCluster"]
@@ -86,7 +85,7 @@ class DockerCluster(ClusterBase[NodeContainer]):
         detached: bool = False,
         toxiproxy_port: int | None = None,
         group: GroupSettings | None = None,
-        disk_mb: int = 64,
+        disk_mb: int | None = None,
         session: str | None = None,
         say: Say | None = None,
     ) -> None:
@@ -97,14 +96,14 @@ class DockerCluster(ClusterBase[NodeContainer]):
         self.work_dir = work_dir.resolve()
         self.events: Events = events or NoEvents()
         self.detached = detached
-        self.disk_mb = disk_mb
+        self.disk_mb = disk_mb or target.data_disk_mb
         self.say: Say = say or _say_on_stderr
         self._toxiproxy_port = toxiproxy_port
         self.run_id = new_run_id()
         self.labels = RunLabels(
             self.run_id, Owner.this_process(), work_dir, detached=detached, session=session
         )
-        self.links: tuple[Link, ...] = links_for(topology.node_names)
+        self.links: tuple[Link, ...] = links_for(topology.node_names, target.proxied_peer_links)
         self.proxies: dict[str, ProxyInfo] = {}
         self.nodes: dict[str, NodeContainer] = {}
         self.plan: ClusterPlan | None = None
@@ -135,13 +134,14 @@ class DockerCluster(ClusterBase[NodeContainer]):
 
     # -- life cycle ---------------------------------------------------------------------------
 
-    def start(self, timeout_s: float = 30.0) -> str:
+    def start(self, timeout_s: float | None = None) -> str:
         """Create networks, volumes, Toxiproxy, proxies and nodes; wait for a master."""
         # Testcontainers' reaper needs a pulled image; the lab reaps by its own labels.
         testcontainers_config.ryuk_disabled = True
         try:
             self._client = ensure_engine(self.say)
-            self._images = build_images(self.say)
+            self.target.prepare()
+            self._images = build_images(self.say, (self.target.name,))
             if self.target.name not in self._images:
                 raise ClusterError(f"no container image for target {self.target.name!r}")
             self.work_dir.mkdir(parents=True, exist_ok=True)
@@ -151,7 +151,7 @@ class DockerCluster(ClusterBase[NodeContainer]):
             self._plan()
             self._start_nodes()
             self._create_proxies()
-            return self.wait_ready(timeout_s)
+            return self.wait_ready(timeout_s or self.target.ready_timeout_s)
         except BaseException:
             self.stop()
             raise
@@ -264,11 +264,15 @@ class DockerCluster(ClusterBase[NodeContainer]):
             peer_addresses=self.plan.peer_addresses,
             settings=self.group,
         )
+        _, subnet = self._networks()
+        address_of = {
+            name: f"{subnet.node(i)}:{REPLICATION_PORT}" for i, name in enumerate(self.node_names)
+        }
         for plan, inside_plan in zip(self.plan.nodes, inside.nodes, strict=True):
-            config = container_config(self.target, inside, inside_plan)
+            launch = self.target.container_launch(inside, inside_plan, address_of)
             node = NodeContainer(
                 plan,
-                partial(self._create_node, plan, config),
+                partial(self._create_node, plan, launch),
                 self.target,
                 self.events,
                 self.detached,
@@ -276,17 +280,18 @@ class DockerCluster(ClusterBase[NodeContainer]):
             self.nodes[plan.name] = node
             node.start()
 
-    def _create_node(self, plan: NodePlan, config: bytes) -> Container:
+    def _create_node(self, plan: NodePlan, launch: ContainerLaunch) -> Container:
         networks, subnet = self._networks()
         spec = (
             DockerContainer(self._images[self.target.name], name=self._name(plan.name))
             .with_kwargs(
                 labels=self.labels.for_role("node", plan.name),
                 init=True,
+                entrypoint=list(launch.command),
                 **networks.endpoint(subnet.node(self.node_names.index(plan.name)), plan.name),
             )
             .with_volume_mapping(self._data_volume(plan.name), str(DATA_DIR), "rw")
-            .with_copy_into_container(config, CONFIG_PATH)
+            .with_copy_into_container(launch.config, launch.config_path)
         )
         _publish(spec, AMQP_PORT, plan.amqp_port)
         _publish(spec, MANAGEMENT_PORT, plan.management_port)
@@ -318,6 +323,21 @@ class DockerCluster(ClusterBase[NodeContainer]):
         """The AMQP address of each node through its client proxy, in node order."""
         return [f"amqp://{HOST}:{self._client_ports[n]}" for n in self.node_names]
 
+    def _run_full_gc(self, name: str, target: JvmTarget) -> str:
+        """docker exec in the node's container."""
+        node = self.node(name)
+        command = target.full_gc_command(None)
+        if node.container is None:
+            raise ClusterError(f"node {name} has no container")
+        try:
+            code, output = node.container.exec_run(command)
+        except APIError as exc:
+            raise ClusterError(f"{' '.join(command)} in {self._name(name)}: {exc}") from exc
+        text = output.decode("utf-8", "replace").strip() if output else ""
+        if code != 0:
+            raise ClusterError(f"{' '.join(command)} in {self._name(name)}: {text}")
+        return text
+
     def fill_disk(self, name: str) -> int:
         """Fill the node's data disk to ENOSPC with one file; return the bytes written."""
         written = self._volumes(name).fill(name)
@@ -337,6 +357,42 @@ class DockerCluster(ClusterBase[NodeContainer]):
         if self.volumes is None:
             raise ClusterError("the cluster's volumes are not there")
         return self.volumes
+
+    filters_peer_links = True
+
+    def _peer_cut_note(self) -> str:
+        return "the Docker backend cuts them with a packet filter inside the nodes"
+
+    def require_link(self, name: str) -> str:
+        ends = split_node_link(name)
+        if ends is not None and not self.target.proxied_peer_links:
+            for node in ends:
+                self.node(node)
+            if ends[0] == ends[1]:
+                raise ClusterError(f"no link named {name!r}")
+            return name
+        return super().require_link(name)
+
+    def set_link(self, name: str, enabled: bool) -> None:
+        """A proxied link through Toxiproxy; a direct node→node link by a packet filter in
+        its source node (lab.docker.node_filter), both ways between the pair."""
+        ends = split_node_link(self.require_link(name))
+        if ends is None or self.target.proxied_peer_links:
+            super().set_link(name, enabled)
+            return
+        source, dest = ends
+        _, subnet = self._networks()
+        pid = self.node(source).pid
+        if pid is None:
+            if enabled:
+                return  # a node that is not running has no filter left to remove
+            raise ClusterError(f"cannot cut {name}: node {source} is not running")
+        peer = subnet.node(self.node_names.index(dest))
+        if enabled:
+            node_filter.unblock(pid, peer)
+        else:
+            node_filter.block(pid, peer)
+        self.events.emit("link.filter", source, link=name, peer=dest, enabled=enabled)
 
     def disconnect(self, name: str) -> None:
         """docker network disconnect: the node leaves the run's network (peers, Toxiproxy)."""

@@ -10,13 +10,11 @@ so several test workers asking at once install and start one engine.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import shutil
 import subprocess
-import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import TypeAlias
 
@@ -25,6 +23,7 @@ from docker.errors import DockerException
 from requests.exceptions import RequestException
 
 from lab.errors import SetupError
+from lab.locks import host_lock
 
 __all__ = [
     "Say",
@@ -155,17 +154,6 @@ def _dockerd_running() -> bool:
 
 def _install_lock() -> contextlib.AbstractContextManager[None]:
     return host_lock("docker-engine")
-
-
-@contextlib.contextmanager
-def host_lock(name: str) -> Iterator[None]:
-    """One lab process at a time on this machine (test workers set up Docker together)."""
-    with (Path(tempfile.gettempdir()) / f"lab-{name}.lock").open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _where() -> str:

@@ -6,6 +6,10 @@
                      wheel of the host's virtual environment
     lab-toxiproxy    containers/toxiproxy/Dockerfile on lab-base: the toxiproxy-server binary
                      the process backend runs
+    lab-jvm          Debian minbase with a Java runtime and jcmd (openjdk-17-jdk-headless),
+                     made like lab-base; built only when a JVM target is asked for
+    lab-qpid-broker-j  containers/qpid-broker-j/Dockerfile on lab-jvm: Broker-J's unpacked
+                     binary distribution (lab.brokerj.distribution)
 
 Each image is tagged by a content hash of its inputs (`lab-broker-ref:3f2a…`), so a
 second build with the same inputs reuses it; each is also tagged `:current`, the name
@@ -46,7 +50,9 @@ __all__ = [
 
 IMAGE_LABEL = "lab.image"
 CURRENT = "current"
-BASE_PACKAGES = ("python3", "python3-cffi-backend", "libssl3")
+BASE_PACKAGES: tuple[str, ...] = ("python3", "python3-cffi-backend", "libssl3")
+JVM_PACKAGES: tuple[str, ...] = ("openjdk-17-jdk-headless",)
+DEFAULT_TARGETS = ("broker_ref",)
 _RECIPE_VERSION = "1"  # bump when the way an image is made changes
 _ROOT = Path(__file__).resolve().parents[2]
 _EXCLUDED_PATHS = (
@@ -74,39 +80,61 @@ class ImageRef:
         return f"{self.repository}:{CURRENT}"
 
 
-def image_refs() -> dict[str, ImageRef]:
+@dataclass(frozen=True)
+class _Layer:
+    """An image built from a context on top of a root-filesystem image."""
+
+    ref: ImageRef
+    files: dict[str, Path]
+    on: ImageRef
+
+
+def _plan(targets: Iterable[str]) -> tuple[list[tuple[ImageRef, tuple[str, ...]]], list[_Layer]]:
+    """(root filesystems with their packages, layers on them) for the targets asked."""
+    base = ImageRef("base", "lab-base", _digest(_base_inputs(BASE_PACKAGES)))
+    roots = [(base, BASE_PACKAGES)]
+    toxiproxy = _toxiproxy_files()
+    layers = [_Layer(_ref("toxiproxy", "lab-toxiproxy", toxiproxy, base), toxiproxy, base)]
+    wanted = set(targets)
+    if "broker_ref" in wanted:
+        files = _broker_ref_files()
+        layers.append(_Layer(_ref("broker_ref", "lab-broker-ref", files, base), files, base))
+    if "qpid-broker-j" in wanted:
+        jvm = ImageRef("jvm", "lab-jvm", _digest(_base_inputs(JVM_PACKAGES)))
+        roots.append((jvm, JVM_PACKAGES))
+        files = _brokerj_files()
+        layers.append(_Layer(_ref("qpid-broker-j", "lab-qpid-broker-j", files, jvm), files, jvm))
+    return roots, layers
+
+
+def _ref(role: str, repository: str, files: dict[str, Path], on: ImageRef) -> ImageRef:
+    return ImageRef(role, repository, _digest(_context_inputs(files, on)))
+
+
+def image_refs(targets: Iterable[str] = DEFAULT_TARGETS) -> dict[str, ImageRef]:
     """The images the lab's inputs on this machine call for, without building anything."""
-    base = ImageRef("base", "lab-base", _digest(_base_inputs()))
-    broker = ImageRef(
-        "broker_ref", "lab-broker-ref", _digest(_context_inputs(_broker_ref_files(), base))
-    )
-    toxiproxy = ImageRef(
-        "toxiproxy", "lab-toxiproxy", _digest(_context_inputs(_toxiproxy_files(), base))
-    )
-    return {ref.role: ref for ref in (base, broker, toxiproxy)}
+    roots, layers = _plan(targets)
+    return {ref.role: ref for ref in [r for r, _ in roots] + [layer.ref for layer in layers]}
 
 
-def build_images(say: Say) -> dict[str, str]:
-    """Build whichever of the lab's images is missing; return role -> image tag."""
+def build_images(say: Say, targets: Iterable[str] = DEFAULT_TARGETS) -> dict[str, str]:
+    """Build whichever of the images the targets need is missing; return role -> image tag."""
     client = ensure_engine(say)
     try:
         with host_lock("docker-images"):
-            refs = image_refs()
-            base = refs["base"]
-            if not _exists(client, base.tag):
-                _build_base(client, base, say)
-            for role, files in (
-                ("broker_ref", _broker_ref_files()),
-                ("toxiproxy", _toxiproxy_files()),
-            ):
-                ref = refs[role]
-                if not _exists(client, ref.tag):
-                    _build_from_context(ref, files, base, say)
-            for ref in refs.values():
+            roots, layers = _plan(targets)
+            for root, packages in roots:
+                if not _exists(client, root.tag):
+                    _build_base(client, root, packages, say)
+            for layer in layers:
+                if not _exists(client, layer.ref.tag):
+                    _build_from_context(layer.ref, layer.files, layer.on, say)
+            refs = [r for r, _ in roots] + [layer.ref for layer in layers]
+            for ref in refs:
                 client.images.get(ref.tag).tag(ref.repository, CURRENT)
-            for role in ("broker_ref", "toxiproxy", "base"):
-                _prune_older(client, refs[role])
-            return {role: ref.tag for role, ref in refs.items()}
+            for ref in sorted(refs, key=lambda r: r in [root for root, _ in roots]):
+                _prune_older(client, ref)
+            return {ref.role: ref.tag for ref in refs}
     finally:
         client.close()
 
@@ -118,7 +146,7 @@ def remove_images(say: Say) -> int:
         removed = 0
         images = client.images.list(filters={"label": IMAGE_LABEL})
         # Children before parents: the broker and Toxiproxy images sit on lab-base.
-        images.sort(key=lambda image: image.labels.get(IMAGE_LABEL) == "base")
+        images.sort(key=lambda image: image.labels.get(IMAGE_LABEL) in ("base", "jvm"))
         for image in images:
             try:
                 client.images.remove(image.id, force=True)
@@ -133,9 +161,24 @@ def remove_images(say: Say) -> int:
 # -- inputs ------------------------------------------------------------------------------------
 
 
-def _base_inputs() -> list[tuple[str, bytes]]:
-    recipe = "\n".join([_RECIPE_VERSION, _suite(), *BASE_PACKAGES, *_EXCLUDED_PATHS])
+def _base_inputs(packages: tuple[str, ...]) -> list[tuple[str, bytes]]:
+    recipe = "\n".join([_RECIPE_VERSION, _suite(), *packages, *_EXCLUDED_PATHS])
     return [("recipe", recipe.encode())]
+
+
+def _brokerj_files() -> dict[str, Path]:
+    """The Broker-J image's context: its Dockerfile and the unpacked distribution."""
+    from lab.brokerj.distribution import ensure_distribution
+
+    dockerfile = _ROOT / "containers" / "qpid-broker-j" / "Dockerfile"
+    if not dockerfile.is_file():
+        raise SetupError(f"{dockerfile} is missing: the docker backend runs from a lab checkout")
+    home = ensure_distribution().home
+    files = {"Dockerfile": dockerfile}
+    for path in sorted(home.rglob("*")):
+        if path.is_file():
+            files[f"home/{path.relative_to(home)}"] = path
+    return files
 
 
 def _broker_ref_files() -> dict[str, Path]:
@@ -277,10 +320,15 @@ def _prune_older(client: docker.DockerClient, ref: ImageRef) -> None:
                     client.images.remove(tag)  # the image goes with its last tag
 
 
-def _build_base(client: docker.DockerClient, ref: ImageRef, say: Say) -> None:
+def _build_base(
+    client: docker.DockerClient, ref: ImageRef, packages: tuple[str, ...], say: Say
+) -> None:
     ensure_commands({"mmdebstrap": "mmdebstrap"}, say)
     suite = _suite()
-    say(f"building {ref.tag} with mmdebstrap (Debian {suite} minbase + python3; about a minute)")
+    say(
+        f"building {ref.tag} with mmdebstrap (Debian {suite} minbase + {', '.join(packages)}; "
+        "a minute or more)"
+    )
     started = time.monotonic()
     options = [f"--dpkgopt=path-exclude={p}" for p in _EXCLUDED_PATHS]
     options.append("--dpkgopt=path-include=/usr/share/doc/*/copyright")
@@ -290,8 +338,11 @@ def _build_base(client: docker.DockerClient, ref: ImageRef, say: Say) -> None:
             "mmdebstrap",
             "--variant=minbase",
             "--quiet",
-            f"--include={','.join(BASE_PACKAGES)}",
+            f"--include={','.join(packages)}",
             *options,
+            # Java's postinst links its man pages; the folder must exist though pages are
+            # not installed (path-exclude above).
+            '--essential-hook=mkdir -p "$1"/usr/share/man/man1',
             '--customize-hook=rm -rf "$1"/var/lib/apt/lists/*',
             suite,
             str(tarball),
@@ -306,7 +357,7 @@ def _build_base(client: docker.DockerClient, ref: ImageRef, say: Say) -> None:
             str(tarball),
             repository=ref.repository,
             tag=ref.digest,
-            changes=["ENV LANG=C.UTF-8", f"LABEL {IMAGE_LABEL}=base"],
+            changes=["ENV LANG=C.UTF-8", f"LABEL {IMAGE_LABEL}={ref.role}"],
         )
     if not _exists(client, ref.tag):
         raise SetupError(f"docker import did not produce {ref.tag}")

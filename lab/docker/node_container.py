@@ -14,6 +14,7 @@ import threading
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
+from typing import IO
 
 from docker.errors import APIError, NotFound
 from docker.models.containers import Container
@@ -42,6 +43,7 @@ class NodeContainer:
         self.events = events
         self.detached = detached
         self.container: Container | None = None
+        self._ending = False  # the lab is ending the container (kill, stop)
         self.paused = False
         self._create = create
         self._reader: threading.Thread | None = None
@@ -80,6 +82,7 @@ class NodeContainer:
     def start(self) -> None:
         if self.running:
             return
+        self._ending = False
         if self.container is None:
             self.container = self._create()
         else:
@@ -126,16 +129,29 @@ class NodeContainer:
             self.log_path.open("a", buffering=1, encoding="utf-8") as log,
         ):
             for line in self._lines(since):
-                log.write(line)
-                record = self.target.parse_log_line(line)
-                if record is None:
-                    continue
-                self.events.emit(
-                    "broker.log", self.name, code=record.code, level=record.level, text=record.text
-                )
-                change = record.role_change
-                if change is not None:
-                    self.events.emit("node.role", self.name, role=change[1], previous=change[0])
+                self._take(line, log)
+        self._note_exit()
+
+    def _note_exit(self) -> None:
+        """The log ended: when the lab did not end the node, it ended by itself."""
+        if self._ending or self.container is None:
+            return
+        with contextlib.suppress(APIError, RequestException, NotFound):
+            self.container.wait(timeout=10)
+            if not self._ending and self._state().get("Status") == "exited":
+                self.events.emit("node.exit", self.name, status=self.exit_code)
+
+    def _take(self, line: str, log: IO[str]) -> None:
+        log.write(line)
+        record = self.target.parse_log_line(line)
+        if record is None:
+            return
+        self.events.emit(
+            "broker.log", self.name, code=record.code, level=record.level, text=record.text
+        )
+        change = record.role_change
+        if change is not None:
+            self.events.emit("node.role", self.name, role=change[1], previous=change[0])
 
     def exit_detail(self) -> str:
         self.save_stderr()
@@ -152,6 +168,7 @@ class NodeContainer:
         """docker kill (SIGKILL): no chance to flush or close anything."""
         if self.container is None or not self.running:
             return
+        self._ending = True
         try:
             self.container.kill()
             self.container.wait(timeout=30)
@@ -187,6 +204,7 @@ class NodeContainer:
         """A clean stop (SIGTERM), SIGKILL when it does not end in time."""
         if self.container is None or not self.running:
             return
+        self._ending = True
         with contextlib.suppress(NotFound, APIError, RequestException):
             if self._state().get("Status") == "paused":
                 self.container.unpause()

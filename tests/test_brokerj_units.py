@@ -1,0 +1,225 @@
+"""Broker-J as a target, without a JVM: its configuration, its log, its distribution cache."""
+
+from __future__ import annotations
+
+import io
+import json
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from lab.broker_ref_target import BrokerRefTarget
+from lab.brokerj.config import check_durability, initial_config
+from lab.brokerj.distribution import ensure_distribution
+from lab.brokerj.target import BrokerJTarget, parse_brokerj_line
+from lab.errors import ClusterError, SetupError, UsageError
+from lab.events import NoEvents
+from lab.management import Credentials
+from lab.process_backend import ProcessCluster
+from lab.spec import Durability, GroupSettings, Topology
+from lab.target import ClusterPlan, NodePlan
+from lab.topology import links_for, split_node_link
+
+ROLE_OWN = (
+    "2026-11-21T18:31:18.383 INFO [n3] [Broker] [grp(/lab)] HA-1010 : Role change reported: "
+    "Node : 'n3' (127.0.0.1:25003) : from 'WAITING' to 'MASTER'"
+)
+ROLE_OTHER = (
+    "2026-11-21T18:31:15.230 INFO [n3] [grp(/lab)/vhn(/n3)] [grp(/lab)] HA-1010 : Role change "
+    "reported: Node : 'n1' (127.0.0.1:25001) : from 'MASTER' to 'UNREACHABLE'"
+)
+RECOVERY = (
+    "2026-11-21T18:31:18.376 INFO [n3] [Broker] [vh(/lab)/ms(ProvidedBDBMessageStore)] "
+    "MST-1006 : Recovery Complete"
+)
+
+
+def _plan(tmp_path: Path, size: int = 3, **settings: object) -> ClusterPlan:
+    nodes = tuple(
+        NodePlan(f"n{i}", 5000 + i, 6000 + i, 7000 + i, tmp_path / f"n{i}" / "data", tmp_path)
+        for i in range(1, size + 1)
+    )
+    return ClusterPlan("lab", nodes, Durability(), settings=GroupSettings(**settings))  # type: ignore[arg-type]
+
+
+def test_an_operational_line_gives_its_code_node_and_text() -> None:
+    record = parse_brokerj_line(RECOVERY)
+    assert record is not None
+    assert (record.node, record.level, record.code) == ("n3", "INFO", "MST-1006")
+    assert record.text == "Recovery Complete"
+    assert record.role_change is None
+
+
+def test_only_a_nodes_own_role_change_is_its_role() -> None:
+    own = parse_brokerj_line(ROLE_OWN)
+    other = parse_brokerj_line(ROLE_OTHER)
+    assert own is not None and other is not None
+    assert own.role_change == ("WAITING", "MASTER")
+    assert other.code == "HA-1010"
+    assert other.role_change is None  # n3 reporting what it learnt of n1
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "[Broker] BRK-1004 : Qpid Broker Ready",  # printed before the loggers are configured
+        "\tat org.apache.qpid.server.Main.main(Main.java:1)",
+        "2026-11-21T18:37:19.680 WARN [n1] Unexpected exception handling frame",
+    ],
+)
+def test_other_lines_are_not_records(line: str) -> None:
+    assert parse_brokerj_line(line) is None
+
+
+def test_the_initial_configuration_forms_one_group(tmp_path: Path) -> None:
+    cluster = _plan(tmp_path, priority={"n2": 0}, quorum_override=1)
+    address_of = {p.name: f"127.0.0.1:{p.replication_port}" for p in cluster.nodes}
+    config = initial_config(
+        cluster, cluster.nodes[1], Credentials(), bind_host="127.0.0.1", address_of=address_of
+    )
+    (node,) = config["virtualhostnodes"]
+    assert node["type"] == "BDB_HA"
+    assert node["address"] == "127.0.0.1:7002"
+    assert (node["helperAddress"], node["helperNodeName"]) == ("127.0.0.1:7001", "n1")
+    assert node["permittedNodes"] == ["127.0.0.1:7001", "127.0.0.1:7002", "127.0.0.1:7003"]
+    assert (node["priority"], node["quorumOverride"], node["designatedPrimary"]) == (0, 1, False)
+    virtualhost = json.loads(node["virtualHostInitialConfiguration"])
+    assert virtualhost["localTransactionSynchronizationPolicy"] == "NO_SYNC"
+    assert virtualhost["remoteTransactionSynchronizationPolicy"] == "NO_SYNC"
+    assert virtualhost["coalescingSync"] is True
+    plugin = config["plugins"][0]
+    assert plugin["httpBasicAuthenticationEnabled"] is True
+    ports = {p["name"]: p for p in config["ports"]}
+    assert ports["AMQP"]["port"] == 5002 and ports["HTTP"]["port"] == 6002
+    assert ports["AMQP"]["protocols"] == ["AMQP_1_0"]
+
+
+def test_an_acknowledgement_policy_broker_j_does_not_offer_is_refused() -> None:
+    check_durability(Durability("NO_SYNC", "NO_SYNC", "SIMPLE_MAJORITY"))
+    with pytest.raises(UsageError, match="SIMPLE_MAJORITY"):
+        check_durability(Durability("SYNC", "SYNC", "ALL", coalescing_sync=False))
+
+
+def test_broker_j_nodes_get_client_proxies_only(tmp_path: Path) -> None:
+    names = ("n1", "n2")
+    assert [link.name for link in links_for(names, peer_links=False)] == [
+        "client_to_n1",
+        "client_to_n2",
+    ]
+    assert split_node_link("n1_to_n2") == ("n1", "n2")
+    assert split_node_link("client_to_n1") is None
+    cluster = ProcessCluster(
+        Topology(nodes=2), Durability(), BrokerJTarget(), tmp_path, events=NoEvents()
+    )
+    with pytest.raises(ClusterError, match="n1_to_n2 has no proxy: qpid-broker-j nodes"):
+        cluster.require_link("n1_to_n2")
+
+
+def test_a_full_gc_is_refused_for_a_target_that_is_not_a_jvm(tmp_path: Path) -> None:
+    cluster = ProcessCluster(Topology(nodes=1), Durability(), BrokerRefTarget(), tmp_path)
+    with pytest.raises(ClusterError, match="needs a JVM target"):
+        cluster.full_gc("n1")
+
+
+def _fake_tarball(path: Path, version: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(path, "w:gz") as archive:
+        for name in (
+            f"qpid-broker/{version}/bin/qpid-server",
+            f"qpid-broker/{version}/lib/je-7.4.5.jar",
+        ):
+            data = b"#!/bin/sh\n"
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+
+
+def test_the_distribution_is_unpacked_once_from_mavens_repository(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repository = tmp_path / "m2"
+    monkeypatch.setenv("MAVEN_REPO_LOCAL", str(repository))
+    monkeypatch.setenv("LAB_CACHE", str(tmp_path / "cache"))
+    version = "0.0.1-test"
+    tarball = (
+        repository
+        / "org/apache/qpid/apache-qpid-broker-j"
+        / version
+        / f"apache-qpid-broker-j-{version}-bin.tar.gz"
+    )
+    _fake_tarball(tarball, version)
+    said: list[str] = []
+    dist = ensure_distribution(version, said.append)
+    assert dist.home == tmp_path / "cache" / "broker-j" / version / "home"
+    assert dist.bdb_je.name == "je-7.4.5.jar"
+    assert any("unpacking" in line for line in said)
+    tarball.unlink()  # a second call uses the unpacked copy
+    assert ensure_distribution(version, said.append) == dist
+    assert not list((tmp_path / "cache" / "broker-j").glob(".unpack-*"))
+
+
+def test_a_tarball_that_is_not_broker_j_leaves_nothing_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repository = tmp_path / "m2"
+    monkeypatch.setenv("MAVEN_REPO_LOCAL", str(repository))
+    monkeypatch.setenv("LAB_CACHE", str(tmp_path / "cache"))
+    version = "0.0.2-test"
+    tarball = (
+        repository
+        / "org/apache/qpid/apache-qpid-broker-j"
+        / version
+        / f"apache-qpid-broker-j-{version}-bin.tar.gz"
+    )
+    tarball.parent.mkdir(parents=True)
+    with tarfile.open(tarball, "w:gz"):
+        pass
+    with pytest.raises(SetupError, match="not a Broker-J"):
+        ensure_distribution(version, lambda _line: None)
+    assert list((tmp_path / "cache" / "broker-j").iterdir()) == []
+
+
+def test_a_schedule_that_needs_node_links_is_refused_before_anything_starts(
+    tmp_path: Path,
+) -> None:
+    from faults.base import preflight
+    from faults.ops import FaultOp
+    from lab.docker.cluster import DockerCluster
+
+    partition = FaultOp(
+        at_s=1.0,
+        action="start",
+        fault="partition",
+        target="group",
+        id="f1",
+        params={"sides": "n1|n2"},
+    )
+    latency = FaultOp(
+        at_s=1.0,
+        action="start",
+        fault="latency",
+        target="n1_to_n2",
+        id="f2",
+        params={"latency_ms": 150},
+    )
+    on_processes = ProcessCluster(Topology(nodes=2), Durability(), BrokerJTarget(), tmp_path)
+    with pytest.raises(UsageError, match="cut only on the Docker backend"):
+        preflight(on_processes, [partition])
+    in_containers = DockerCluster(Topology(nodes=2), Durability(), BrokerJTarget(), tmp_path)
+    preflight(in_containers, [partition])  # a packet filter in the node cuts it
+    with pytest.raises(UsageError, match="no proxy can slow them"):
+        preflight(in_containers, [latency])
+    broker_ref = ProcessCluster(Topology(nodes=2), Durability(), BrokerRefTarget(), tmp_path)
+    preflight(broker_ref, [partition, latency])
+
+
+def test_the_groups_timings_become_je_parameters_with_jes_floor() -> None:
+    from lab.brokerj.config import je_timings
+
+    quick = je_timings(GroupSettings(election_timeout_s=0.6, insufficient_replicas_timeout_s=5.0))
+    assert quick["je.rep.replicaTimeout"] == quick["je.rep.feederTimeout"] == "2000 ms"
+    assert quick["je.rep.insufficientReplicasTimeout"] == "5000 ms"
+    slow = je_timings(GroupSettings(election_timeout_s=4.0, rep_stream_timeout_s=1.5))
+    assert slow["je.rep.replicaTimeout"] == "12000 ms"
+    assert slow["je.rep.repStreamTimeout"] == "1500 ms"
