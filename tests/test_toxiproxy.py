@@ -56,6 +56,15 @@ class _Cluster:
     def require_link(self, name: str) -> str:
         return name
 
+    def require_proxy(self, name: str) -> str:
+        return name
+
+    def set_link(self, name: str, enabled: bool) -> None:
+        self.client.set_enabled(name, enabled)
+
+    def check_peer_links(self, how: str) -> None:
+        return None
+
 
 @pytest.fixture
 def proxied(tmp_path: Path) -> Iterator[tuple[_Cluster, int]]:
