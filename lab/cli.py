@@ -98,6 +98,11 @@ def _build_parser() -> argparse.ArgumentParser:
 
     images = sub.add_parser("images", help="build the lab's container images (Docker backend)")
     images.add_argument("action", choices=["build"], help="build (cached by content)")
+    images.add_argument(
+        "--target",
+        action="append",
+        help="also build this target's image (repeatable; default: broker_ref)",
+    )
 
     allure = sub.add_parser("allure", help="an Allure HTML report from pytest's --alluredir")
     allure.add_argument("results_dir", type=Path)
@@ -277,9 +282,14 @@ def _say(text: str) -> None:
 def _cmd_images(args: argparse.Namespace) -> int:
     from lab.docker.engine import ensure_engine
     from lab.docker.images import build_images
+    from lab.spec import TARGETS
 
+    targets = args.target or ["broker_ref"]
+    unknown = [t for t in targets if t not in TARGETS]
+    if unknown:
+        raise UsageError(f"unknown target {unknown[0]!r} (known: {', '.join(TARGETS)})")
     ensure_engine(_say)
-    for name, ref in sorted(build_images(_say).items()):
+    for name, ref in sorted(build_images(_say, targets).items()):
         print(f"{name}  {ref}")
     return 0
 

@@ -35,6 +35,25 @@ def test_bad_seed(tmp_path: Path, seed: str) -> None:
     assert not (tmp_path / "runs").exists()
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("run", "single-node-crash", "--target", "no-such-broker"),
+        ("images", "build", "--target", "no-such-broker"),
+        ("bench", "failover", "--target", "no-such-broker"),
+        ("bench", "checker", "--target", "qpid-broker-j"),
+    ],
+)
+def test_an_unknown_or_unsupported_target_is_one_line(
+    tmp_path: Path, argv: tuple[str, ...]
+) -> None:
+    result = run_lab(*argv, cwd=tmp_path)
+    assert result.returncode == 2
+    line = _one_line_error(result)
+    assert "no-such-broker" in line or "measures broker_ref only" in line
+    assert not (tmp_path / "runs").exists()
+
+
 def test_unknown_option_is_one_line(tmp_path: Path) -> None:
     result = run_lab("run", "single-node-crash", "--bogus", cwd=tmp_path)
     assert result.returncode == 2
