@@ -13,7 +13,7 @@ so every heal can run again in `finally`.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from faults.ops import FaultOp
 from lab.errors import ClusterError
@@ -37,6 +37,7 @@ __all__ = [
     "as_proxied",
     "as_roled",
     "preflight",
+    "require_ability",
 ]
 
 
@@ -126,43 +127,37 @@ class Fault(Protocol):
         ...
 
 
-def as_killable(cluster: object, kind: str) -> Killable:
-    if not isinstance(cluster, Killable):
-        raise ClusterError(f"fault {kind!r} needs a cluster whose nodes can be killed")
+def require_ability(cluster: object, ability: type, kind: str, needs: str) -> Any:
+    """`cluster` when it has `ability` (a runtime-checkable protocol); else a ClusterError
+    saying what fault `kind` needs (`needs` completes "needs a cluster …")."""
+    if not isinstance(cluster, ability):
+        raise ClusterError(f"fault {kind!r} needs a cluster {needs}")
     return cluster
+
+
+def as_killable(cluster: object, kind: str) -> Killable:
+    return require_ability(cluster, Killable, kind, "whose nodes can be killed")
 
 
 def as_pausable(cluster: object, kind: str) -> Pausable:
-    if not isinstance(cluster, Pausable):
-        raise ClusterError(f"fault {kind!r} needs a cluster whose nodes can be paused")
-    return cluster
+    return require_ability(cluster, Pausable, kind, "whose nodes can be paused")
 
 
 def as_collectable(cluster: object, kind: str) -> Collectable:
-    if not isinstance(cluster, Collectable):
-        raise ClusterError(f"fault {kind!r} needs a cluster that can run a full GC in a node")
-    return cluster
+    return require_ability(cluster, Collectable, kind, "that can run a full GC in a node")
 
 
 def as_linked(cluster: object, kind: str) -> Linked:
-    if not isinstance(cluster, Linked):
-        raise ClusterError(f"fault {kind!r} needs a cluster whose links can be cut")
-    return cluster
+    return require_ability(cluster, Linked, kind, "whose links can be cut")
 
 
 def as_proxied(cluster: object, kind: str) -> Proxied:
-    if not isinstance(cluster, Proxied):
-        raise ClusterError(f"fault {kind!r} needs a cluster with Toxiproxy on its links")
-    return cluster
+    return require_ability(cluster, Proxied, kind, "with Toxiproxy on its links")
 
 
 def as_roled(cluster: object, kind: str) -> Roled:
-    if not isinstance(cluster, Roled):
-        raise ClusterError(f"fault {kind!r} needs a cluster whose nodes report their roles")
-    return cluster
+    return require_ability(cluster, Roled, kind, "whose nodes report their roles")
 
 
 def as_managed(cluster: object, kind: str) -> Managed:
-    if not isinstance(cluster, Managed):
-        raise ClusterError(f"fault {kind!r} needs a cluster with a management API on its nodes")
-    return cluster
+    return require_ability(cluster, Managed, kind, "with a management API on its nodes")

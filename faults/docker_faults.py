@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
+from faults.base import require_ability
 from faults.ops import FaultOp
-from lab.errors import ClusterError
 
 __all__ = ["Disconnect", "Disconnectable", "DiskFill", "DiskFillable"]
 
@@ -38,15 +38,11 @@ class Disconnectable(Protocol):
 
 
 def _as_disk_fillable(cluster: object, kind: str) -> DiskFillable:
-    if not isinstance(cluster, DiskFillable):
-        raise ClusterError(f"fault {kind!r} needs a cluster whose disks can be filled (docker)")
-    return cluster
+    return require_ability(cluster, DiskFillable, kind, "whose disks can be filled (docker)")
 
 
 def _as_disconnectable(cluster: object, kind: str) -> Disconnectable:
-    if not isinstance(cluster, Disconnectable):
-        raise ClusterError(f"fault {kind!r} needs a cluster on a Docker network (docker)")
-    return cluster
+    return require_ability(cluster, Disconnectable, kind, "on a Docker network (docker)")
 
 
 class DiskFill:

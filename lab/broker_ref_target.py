@@ -11,17 +11,15 @@ import json
 import sys
 from typing import Any
 
-import requests
-
 from lab.errors import UsageError
-from lab.management import Credentials, ManagementClient
+from lab.management import Credentials
 from lab.ports import HOST
 from lab.target import (
     ClusterPlan,
     ContainerLaunch,
     LogRecord,
     NodePlan,
-    NodeStatus,
+    RestManagement,
     parse_oplog_line,
 )
 
@@ -85,9 +83,8 @@ def check_plan(cluster: ClusterPlan) -> None:
         raise UsageError(f"quorum override is 0..{size} for a group of {size}")
 
 
-class BrokerRefTarget:
+class BrokerRefTarget(RestManagement):
     name = "broker_ref"
-    credentials = Credentials()
     ready_timeout_s = 30.0
     restart_allowance_s = 0.0
     election_allowance_s = 0.0
@@ -117,31 +114,6 @@ class BrokerRefTarget:
             config=text.encode(),
             config_path=CONTAINER_CONFIG,
             command=("python3", "-m", "broker_ref", "--config", CONTAINER_CONFIG),
-        )
-
-    def management(self, node: NodePlan) -> ManagementClient:
-        return ManagementClient(
-            f"http://{HOST}:{node.management_port}", node.name, self.credentials
-        )
-
-    def status(self, node: NodePlan, timeout_s: float = 1.0) -> NodeStatus | None:
-        url = f"http://{HOST}:{node.management_port}/api/latest/virtualhostnode/{node.name}"
-        auth = (self.credentials.user, self.credentials.password)
-        try:
-            reply = requests.get(url, timeout=timeout_s, auth=auth)
-            if not reply.ok:
-                return None
-            body = reply.json()
-        except (requests.RequestException, ValueError):
-            return None
-        if isinstance(body, list):  # Broker-J answers a list for a GET by name
-            body = body[0] if body else {}
-        queues = body.get("queues") or {}
-        return NodeStatus(
-            name=node.name,
-            role=str(body.get("role", "UNKNOWN")),
-            last_transaction_id=body.get("lastKnownReplicationTransactionId"),
-            queue_depths={q: int(v.get("depth", 0)) for q, v in queues.items()},
         )
 
     def parse_log_line(self, line: str) -> LogRecord | None:

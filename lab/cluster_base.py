@@ -131,41 +131,45 @@ class ClusterBase(Generic[N]):
             raise ClusterError("Toxiproxy is not running")
         return self.toxiproxy
 
-    def require_link(self, name: str) -> str:
-        """The name of a link this cluster can cut; a ClusterError when there is none."""
-        return self.require_proxy(name)
-
-    def require_proxy(self, name: str) -> str:
-        """The name of a link with a Toxiproxy proxy (toxics need one)."""
-        if name not in self.proxies:
-            if split_node_link(name) is not None and not self.target.proxied_peer_links:
-                raise ClusterError(
-                    f"link {name} has no proxy: {self.target.name} nodes reach each other at "
-                    f"the addresses they advertise to the group ({self._peer_cut_note()})"
-                )
-            raise ClusterError(f"no link named {name!r} (links: {', '.join(self.proxies)})")
-        return name
-
-    def _peer_cut_note(self) -> str:
-        return "node→node links cannot be cut or slowed on this backend; try --backend docker"
-
     # Whether this backend cuts node→node links that have no proxy (in the nodes).
     filters_peer_links = False
 
-    def check_peer_links(self, how: str) -> None:
-        """Refuse, before anything starts, a fault that must `cut` or `slow` a node→node
-        link this cluster cannot reach (a UsageError naming why)."""
+    def _peer_links_refusal(self, how: str) -> str | None:
+        """Why node→node links cannot be `cut` (or `slow`ed) on this cluster; None if they can."""
         if self.target.proxied_peer_links or (how == "cut" and self.filters_peer_links):
-            return
+            return None
         where = (
             "they can be cut only on the Docker backend (a packet filter in the node)"
             if how == "cut"
             else "no proxy can slow them"
         )
-        raise UsageError(
+        return (
             f"{self.target.name} nodes reach each other at the addresses they advertise to "
             f"the group, so node→node links have no proxy: {where}"
         )
+
+    def check_peer_links(self, how: str) -> None:
+        """Refuse, before anything starts, a fault that must `cut` or `slow` a node→node
+        link this cluster cannot reach (a UsageError naming why)."""
+        refusal = self._peer_links_refusal(how)
+        if refusal is not None:
+            raise UsageError(refusal)
+
+    def require_link(self, name: str) -> str:
+        """The name of a link this cluster can cut; a ClusterError when there is none."""
+        return self._require(name, "cut")
+
+    def require_proxy(self, name: str) -> str:
+        """The name of a link with a Toxiproxy proxy (toxics need one)."""
+        return self._require(name, "slow")
+
+    def _require(self, name: str, how: str) -> str:
+        if name in self.proxies:
+            return name
+        refusal = self._peer_links_refusal(how) if split_node_link(name) else None
+        if refusal is not None:
+            raise ClusterError(f"link {name}: {refusal}")
+        raise ClusterError(f"no link named {name!r} (links: {', '.join(self.proxies)})")
 
     def set_link(self, name: str, enabled: bool) -> None:
         """Cut (False) or restore (True) one link; idempotent."""

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from lab.errors import ClusterError
-from lab.management import ManagementClient
+from lab.management import Credentials, ManagementClient
+from lab.ports import HOST
 from lab.spec import Durability, GroupSettings
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "ManagedTarget",
     "NodePlan",
     "NodeStatus",
+    "RestManagement",
     "Target",
     "parse_oplog_line",
     "run_command",
@@ -171,6 +173,33 @@ class ManagedTarget(Protocol):
     def management(self, node: NodePlan) -> ManagementClient:
         """A client for the node's management API, with the credentials the node was given."""
         ...
+
+
+class RestManagement:
+    """`management` and `status` for a target whose nodes answer Broker-J's REST API
+    (`/api/latest/virtualhostnode/<node>`) on 127.0.0.1 with basic authentication."""
+
+    credentials = Credentials()
+
+    def management(self, node: NodePlan, timeout_s: float = 5.0) -> ManagementClient:
+        return ManagementClient(
+            f"http://{HOST}:{node.management_port}", node.name, self.credentials, timeout_s
+        )
+
+    def status(self, node: NodePlan, timeout_s: float = 1.0) -> NodeStatus | None:
+        try:
+            body = self.management(node, timeout_s).node_attributes()
+        except ClusterError:  # no answer, or an answer that is not a success
+            return None
+        if not body:
+            return None
+        queues = body.get("queues") or {}  # broker_ref's; Broker-J reports none here
+        return NodeStatus(
+            name=node.name,
+            role=str(body.get("role", "UNKNOWN")),
+            last_transaction_id=body.get("lastKnownReplicationTransactionId"),
+            queue_depths={q: int(v.get("depth", 0)) for q, v in queues.items()},
+        )
 
 
 def run_command(command: list[str], timeout_s: float = 30.0) -> str:

@@ -11,7 +11,7 @@ import pytest
 
 from lab.broker_ref_target import BrokerRefTarget
 from lab.brokerj.config import check_durability, initial_config
-from lab.brokerj.distribution import ensure_distribution
+from lab.brokerj.distribution import ensure_distribution, tarball_in_repository
 from lab.brokerj.target import BrokerJTarget, parse_brokerj_line
 from lab.errors import ClusterError, SetupError, UsageError
 from lab.events import NoEvents
@@ -112,7 +112,7 @@ def test_broker_j_nodes_get_client_proxies_only(tmp_path: Path) -> None:
     cluster = ProcessCluster(
         Topology(nodes=2), Durability(), BrokerJTarget(), tmp_path, events=NoEvents()
     )
-    with pytest.raises(ClusterError, match="n1_to_n2 has no proxy: qpid-broker-j nodes"):
+    with pytest.raises(ClusterError, match="link n1_to_n2: qpid-broker-j nodes reach each other"):
         cluster.require_link("n1_to_n2")
 
 
@@ -122,33 +122,30 @@ def test_a_full_gc_is_refused_for_a_target_that_is_not_a_jvm(tmp_path: Path) -> 
         cluster.full_gc("n1")
 
 
-def _fake_tarball(path: Path, version: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(path, "w:gz") as archive:
-        for name in (
-            f"qpid-broker/{version}/bin/qpid-server",
-            f"qpid-broker/{version}/lib/je-7.4.5.jar",
-        ):
+def _tarball_in_maven(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: str, members: tuple[str, ...]
+) -> Path:
+    """A tarball with `members` where Maven would have put Broker-J `version`, in a local
+    repository and cache of the test's own."""
+    monkeypatch.setenv("MAVEN_REPO_LOCAL", str(tmp_path / "m2"))
+    monkeypatch.setenv("LAB_CACHE", str(tmp_path / "cache"))
+    tarball = tarball_in_repository(version)
+    tarball.parent.mkdir(parents=True)
+    with tarfile.open(tarball, "w:gz") as archive:
+        for name in members:
             data = b"#!/bin/sh\n"
             info = tarfile.TarInfo(name)
             info.size = len(data)
             archive.addfile(info, io.BytesIO(data))
+    return tarball
 
 
 def test_the_distribution_is_unpacked_once_from_mavens_repository(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    repository = tmp_path / "m2"
-    monkeypatch.setenv("MAVEN_REPO_LOCAL", str(repository))
-    monkeypatch.setenv("LAB_CACHE", str(tmp_path / "cache"))
     version = "0.0.1-test"
-    tarball = (
-        repository
-        / "org/apache/qpid/apache-qpid-broker-j"
-        / version
-        / f"apache-qpid-broker-j-{version}-bin.tar.gz"
-    )
-    _fake_tarball(tarball, version)
+    members = (f"qpid-broker/{version}/bin/qpid-server", f"qpid-broker/{version}/lib/je-7.4.5.jar")
+    tarball = _tarball_in_maven(tmp_path, monkeypatch, version, members)
     said: list[str] = []
     dist = ensure_distribution(version, said.append)
     assert dist.home == tmp_path / "cache" / "broker-j" / version / "home"
@@ -162,19 +159,8 @@ def test_the_distribution_is_unpacked_once_from_mavens_repository(
 def test_a_tarball_that_is_not_broker_j_leaves_nothing_behind(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    repository = tmp_path / "m2"
-    monkeypatch.setenv("MAVEN_REPO_LOCAL", str(repository))
-    monkeypatch.setenv("LAB_CACHE", str(tmp_path / "cache"))
     version = "0.0.2-test"
-    tarball = (
-        repository
-        / "org/apache/qpid/apache-qpid-broker-j"
-        / version
-        / f"apache-qpid-broker-j-{version}-bin.tar.gz"
-    )
-    tarball.parent.mkdir(parents=True)
-    with tarfile.open(tarball, "w:gz"):
-        pass
+    _tarball_in_maven(tmp_path, monkeypatch, version, ())
     with pytest.raises(SetupError, match="not a Broker-J"):
         ensure_distribution(version, lambda _line: None)
     assert list((tmp_path / "cache" / "broker-j").iterdir()) == []

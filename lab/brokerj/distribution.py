@@ -24,7 +24,14 @@ from pathlib import Path
 from lab.errors import SetupError
 from lab.locks import host_lock
 
-__all__ = ["ARTIFACT", "VERSION", "Distribution", "cache_root", "ensure_distribution"]
+__all__ = [
+    "ARTIFACT",
+    "VERSION",
+    "Distribution",
+    "cache_root",
+    "ensure_distribution",
+    "tarball_in_repository",
+]
 
 VERSION = "9.2.1"
 ARTIFACT = "org.apache.qpid:apache-qpid-broker-j:{version}:tar.gz:bin"
@@ -68,7 +75,8 @@ def _maven_repository() -> Path:
     return Path(configured) if configured else Path.home() / ".m2" / "repository"
 
 
-def _tarball_in_repository(version: str) -> Path:
+def tarball_in_repository(version: str) -> Path:
+    """Where `mvn dependency:get` puts the distribution of `version`."""
     return (
         _maven_repository()
         / "org/apache/qpid/apache-qpid-broker-j"
@@ -78,7 +86,7 @@ def _tarball_in_repository(version: str) -> Path:
 
 
 def _fetch(version: str, say: Say) -> Path:
-    tarball = _tarball_in_repository(version)
+    tarball = tarball_in_repository(version)
     if tarball.is_file():
         return tarball
     mvn = shutil.which("mvn")

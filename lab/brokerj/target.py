@@ -13,14 +13,11 @@ import json
 import re
 import shutil
 
-import requests
-
 from lab.brokerj.config import check_group, initial_config
 from lab.brokerj.distribution import VERSION, Distribution, ensure_distribution
 from lab.errors import SetupError
-from lab.management import Credentials, ManagementClient
 from lab.ports import HOST
-from lab.target import ClusterPlan, ContainerLaunch, LogRecord, NodePlan, NodeStatus
+from lab.target import ClusterPlan, ContainerLaunch, LogRecord, NodePlan, RestManagement
 
 __all__ = ["CONTAINER_HOME", "BrokerJTarget", "parse_brokerj_line"]
 
@@ -55,11 +52,10 @@ def _java_command(classpath: str, home: str, work: str, config: str) -> list[str
     ]
 
 
-class BrokerJTarget:
+class BrokerJTarget(RestManagement):
     """`qpid-broker-j`: Broker-J's own binary distribution, unmodified."""
 
     name = "qpid-broker-j"
-    credentials = Credentials()
     ready_timeout_s = 120.0  # JVM start-up and the group's first election, on a busy machine
     # Berkeley DB JE elects in 3-5 s after a master's loss where broker_ref takes about 1 s
     # (lab bench failover --target qpid-broker-j).
@@ -122,30 +118,6 @@ class BrokerJTarget:
         return ["jcmd", str(pid) if pid is not None else MAIN, "GC.run"]
 
     # -- management and logs -------------------------------------------------------------------
-
-    def management(self, node: NodePlan) -> ManagementClient:
-        return ManagementClient(
-            f"http://{HOST}:{node.management_port}", node.name, self.credentials
-        )
-
-    def status(self, node: NodePlan, timeout_s: float = 1.0) -> NodeStatus | None:
-        url = f"http://{HOST}:{node.management_port}/api/latest/virtualhostnode/{node.name}"
-        try:
-            reply = requests.get(
-                url, timeout=timeout_s, auth=(self.credentials.user, self.credentials.password)
-            )
-            if not reply.ok:
-                return None
-            body = reply.json()
-        except (requests.RequestException, ValueError):
-            return None
-        if isinstance(body, list):
-            body = body[0] if body else {}
-        return NodeStatus(
-            name=node.name,
-            role=str(body.get("role", "UNKNOWN")),
-            last_transaction_id=body.get("lastKnownReplicationTransactionId"),
-        )
 
     def parse_log_line(self, line: str) -> LogRecord | None:
         return parse_brokerj_line(line)

@@ -360,9 +360,6 @@ class DockerCluster(ClusterBase[NodeContainer]):
 
     filters_peer_links = True
 
-    def _peer_cut_note(self) -> str:
-        return "the Docker backend cuts them with a packet filter inside the nodes"
-
     def require_link(self, name: str) -> str:
         ends = split_node_link(name)
         if ends is not None and not self.target.proxied_peer_links:

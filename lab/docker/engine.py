@@ -32,7 +32,6 @@ __all__ = [
     "engine_answers",
     "ensure_commands",
     "ensure_engine",
-    "host_lock",
 ]
 
 Say: TypeAlias = Callable[[str], None]

@@ -35,8 +35,9 @@ import docker
 from docker.errors import APIError, BuildError, DockerException, ImageNotFound
 from testcontainers.core.image import DockerImage
 
-from lab.docker.engine import Say, ensure_commands, ensure_engine, host_lock
+from lab.docker.engine import Say, ensure_commands, ensure_engine
 from lab.errors import SetupError
+from lab.locks import host_lock
 from lab.toxiproxy_api import find_server_binary
 
 __all__ = [
