@@ -210,6 +210,27 @@ class Group:
         if self._loop is not None:
             self._loop.call_soon_threadsafe(action)
 
+    def call_and_wait(self, action: Callable[[], object], timeout_s: float = 5.0) -> bool:
+        """Run `action` in the group thread and wait until it has run (not from that thread).
+
+        The management API answers a change only once it is applied, as Broker-J's does,
+        so a read right after a write sees the new value. False if the group thread is not
+        running or did not get to the action within `timeout_s`.
+        """
+        loop = self._loop
+        if loop is None:
+            return False
+        done = threading.Event()
+
+        def run() -> None:
+            try:
+                action()
+            finally:
+                done.set()
+
+        loop.call_soon_threadsafe(run)
+        return done.wait(timeout_s)
+
     # ---- facts ------------------------------------------------------------------------------
 
     @property

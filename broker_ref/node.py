@@ -186,8 +186,9 @@ class Node:
         if "role" in changes and changes["role"] != "MASTER":
             raise ChangeRefused(f"role can only be set to MASTER, not {changes['role']!r}")
         attributes = {k: v for k, v in changes.items() if k != "role"}
-        if attributes:
-            group.call(lambda: group.set_attributes(attributes))
+        applied = not attributes or group.call_and_wait(lambda: group.set_attributes(attributes))
+        if not applied:
+            raise ChangeRefused("the node's group thread did not confirm the change within 5 s")
         if "role" in changes:
             why_not = group.request_transfer()
             if why_not is not None:
