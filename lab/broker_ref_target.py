@@ -89,6 +89,7 @@ class BrokerRefTarget(RestManagement):
     restart_allowance_s = 0.0
     election_allowance_s = 0.0
     proxied_peer_links = True
+    founded_by_first_node = False  # a lone node is no majority: the group elects together
     data_disk_mb = 64
 
     def prepare(self) -> None:

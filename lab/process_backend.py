@@ -127,11 +127,13 @@ class ProcessCluster(ClusterBase[NodeProcess]):
 
     def _start_nodes(self) -> None:
         assert self.plan is not None
-        for plan in self.plan.nodes:
-            command = self.target.command(self.plan, plan)
-            node = NodeProcess(plan, command, self.target, self.events, self.detached)
-            self.nodes[plan.name] = node
-            node.start()
+        cluster = self.plan
+
+        def make(plan: NodePlan) -> NodeProcess:
+            command = self.target.command(cluster, plan)
+            return NodeProcess(plan, command, self.target, self.events, self.detached)
+
+        self._start_in_order(make)
 
     def stop(self) -> None:
         """Stop every node and Toxiproxy; never raises for what is already gone."""

@@ -130,6 +130,9 @@ class Target(Protocol):
     # How much longer than broker_ref's an election takes: scenarios' bounds on the
     # service's return are set for broker_ref and get this added.
     election_allowance_s: float
+    # Whether the group grows from its first node: that node starts alone and the others
+    # only once it is master. Otherwise all nodes start together and elect a master.
+    founded_by_first_node: bool
 
     def prepare(self) -> None:
         """Fetch or check what the nodes need (once, before any starts); idempotent."""

@@ -63,6 +63,11 @@ class BrokerJTarget(RestManagement):
     election_allowance_s = 5.0
     data_disk_mb = 256  # JE writes 10 MB log files and keeps several
     proxied_peer_links = False  # JE records one address per node (see the module's note)
+    # The helper node founds the group alone and creates the virtual host from its initial
+    # configuration; a replica joining while it does so can fail that first commit
+    # (InsufficientReplicasException), and a retry then makes a default virtual host without
+    # the configured durability or queue auto-creation.
+    founded_by_first_node = True
 
     def __init__(self, version: str = VERSION) -> None:
         self.version = version

@@ -268,17 +268,18 @@ class DockerCluster(ClusterBase[NodeContainer]):
         address_of = {
             name: f"{subnet.node(i)}:{REPLICATION_PORT}" for i, name in enumerate(self.node_names)
         }
-        for plan, inside_plan in zip(self.plan.nodes, inside.nodes, strict=True):
-            launch = self.target.container_launch(inside, inside_plan, address_of)
-            node = NodeContainer(
+
+        def make(plan: NodePlan) -> NodeContainer:
+            launch = self.target.container_launch(inside, inside.node(plan.name), address_of)
+            return NodeContainer(
                 plan,
                 partial(self._create_node, plan, launch),
                 self.target,
                 self.events,
                 self.detached,
             )
-            self.nodes[plan.name] = node
-            node.start()
+
+        self._start_in_order(make)
 
     def _create_node(self, plan: NodePlan, launch: ContainerLaunch) -> Container:
         networks, subnet = self._networks()
