@@ -111,37 +111,19 @@ class ClusterBase(Generic[N]):
 
     def _start_in_order(self, make: Callable[[NodePlan], N]) -> None:
         """Start every node (`make` gives its handle, not yet started), the group's founder
-        first and alone when the target's group grows from its first node. A handle is
-        in `nodes` before it starts, so `stop` reaches a node whose start failed half-way."""
+        first and alone when the target's group grows from its first node (then the others
+        start once it is master: the group of one is ready). A handle is in `nodes` before
+        it starts, so `stop` reaches a node whose start failed half-way."""
         assert self.plan is not None
         plans = list(self.plan.nodes)
         if self.target.founded_by_first_node and len(plans) > 1:
             founder = plans.pop(0)
             self.nodes[founder.name] = make(founder)
             self.nodes[founder.name].start()
-            self._wait_founded(founder.name)
+            self.wait_ready()
         for plan in plans:
             self.nodes[plan.name] = make(plan)
             self.nodes[plan.name].start()
-
-    def _wait_founded(self, name: str) -> None:
-        """Wait until the founding node reports MASTER (its group and virtual host exist)."""
-        timeout_s = self.target.ready_timeout_s
-        deadline = time.monotonic() + timeout_s
-        node = self.nodes[name]
-        role: str | None = None
-        while time.monotonic() < deadline:
-            if not node.running and not node.paused:
-                raise ClusterError(f"node {name} {node.exit_detail()}")
-            status = self.target.status(node.plan)
-            role = status.role if status is not None else None
-            if role == "MASTER":
-                return
-            time.sleep(0.1)
-        raise ClusterError(
-            f"node {name} did not found the group within {timeout_s} s"
-            f" (its role: {role or 'no answer'})"
-        )
 
     def wait_ready(self, timeout_s: float | None = None) -> str:
         """Wait until every node answers, exactly one is MASTER and every other is REPLICA;

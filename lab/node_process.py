@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from lab.events import Events
+from lab.node_log import take_log_line
 from lab.target import NodePlan, Target
 
 __all__ = ["NodeProcess", "die_with_parent", "popen_options"]
@@ -108,20 +109,7 @@ class NodeProcess:
     def _follow(self, stream: IO[bytes], log: IO[str]) -> None:
         for raw in stream:
             line = raw.decode("utf-8", "replace")
-            log.write(line)
-            record = self.target.parse_log_line(line)
-            if record is None:
-                continue
-            self.events.emit(
-                "broker.log",
-                self.plan.name,
-                code=record.code,
-                level=record.level,
-                text=record.text,
-            )
-            change = record.role_change
-            if change is not None:
-                self.events.emit("node.role", self.plan.name, role=change[1], previous=change[0])
+            take_log_line(line, log, self.target, self.events, self.plan.name)
 
     def exit_detail(self) -> str:
         status = self.proc.returncode if self.proc else "?"

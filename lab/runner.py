@@ -30,6 +30,7 @@ from lab.runstore import EventLog, HistoryRecorder, JsonlWriter, RunClock, RunFo
 from lab.spec import RunSpec, git_revision
 from lab.workers import WorkerProcess, worker_plans
 from scenarios.base import Scenario, Verdict
+from scenarios.facts import TargetTraits
 
 __all__ = ["RunOutcome", "reproduce_command", "run_scenario"]
 
@@ -274,15 +275,7 @@ def run_scenario(
     events = read_events(folder.events)
     metrics = run_metrics(read_operations(folder.history), events)
     prediction = scenario.prediction_for(spec)
-    target = make_target(spec.target)
-    verdict = prediction.judge(
-        check,
-        events,
-        metrics,
-        target.election_allowance_s,
-        spec.target,
-        target.restart_allowance_s,
-    )
+    verdict = prediction.judge(check, events, metrics, TargetTraits.of(make_target(spec.target)))
     outcome = RunOutcome(folder, spec, verdict, check, metrics)
     write_json(
         folder.result,

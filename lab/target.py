@@ -107,12 +107,15 @@ class LogRecord:
 _OPLOG = re.compile(r"^(\S+) (\w+) \[(\S+)\] ([A-Z]+-\d{4}) : (.*)$")
 
 
+def match_log_line(pattern: re.Pattern[str], line: str) -> LogRecord | None:
+    """A record from a pattern whose groups are time, level, node, code and text."""
+    found = pattern.match(line.rstrip("\n"))
+    return None if found is None else LogRecord(*found.groups())
+
+
 def parse_oplog_line(line: str) -> LogRecord | None:
     """Parse `<time> <LEVEL> [<node>] <CODE> : <text>`; None for other lines."""
-    found = _OPLOG.match(line.rstrip("\n"))
-    if found is None:
-        return None
-    return LogRecord(*found.groups())
+    return match_log_line(_OPLOG, line)
 
 
 class Target(Protocol):

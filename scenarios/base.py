@@ -13,7 +13,7 @@ from lab.backends import make_target
 from lab.metrics import RunMetrics
 from lab.spec import Durability, GroupSettings, RunSpec, Topology, Workload
 from scenarios.expectations import UNCHECKABLE, Expectation
-from scenarios.facts import RunFacts, UnknownReference
+from scenarios.facts import BROKER_REF, RunFacts, TargetTraits, UnknownReference
 
 __all__ = ["Prediction", "Scenario", "Verdict", "fault_window", "uniform"]
 
@@ -54,15 +54,12 @@ class Prediction:
         check: CheckResult,
         events: Iterable[Mapping[str, Any]],
         metrics: RunMetrics,
-        election_allowance_s: float = 0.0,
-        target: str = "broker_ref",
-        restart_allowance_s: float = 0.0,
+        target: TargetTraits = BROKER_REF,
     ) -> Verdict:
-        """The verdict with every reason it is not `held`. `election_allowance_s` is added
-        to every bound on the service's return (the target's elections take that much
-        longer than broker_ref's, for which the bounds are set), `restart_allowance_s` to
-        those counted from a node's restart. When the only reasons are
-        expectations the target's logs cannot show, the verdict is `unknown`."""
+        """The verdict with every reason it is not `held`. The target's election allowance
+        is added to every bound on the service's return, its restart allowance to those
+        counted from a node's restart. When the only reasons are expectations the
+        target's logs cannot show, the verdict is `unknown`."""
         reasons: list[str] = []
         if check.acknowledged == 0:
             return Verdict(
@@ -101,7 +98,7 @@ class Prediction:
             reasons.append("two nodes were MASTER at the same time")
         elif self.two_masters == "expected" and not metrics.two_masters_seen:
             reasons.append("the documents predict two masters at once here, and none were seen")
-        facts = RunFacts.gather(events, metrics, election_allowance_s, target, restart_allowance_s)
+        facts = RunFacts.gather(events, metrics, target)
         for expectation in self.expect:
             try:
                 reason = expectation.unmet(facts)

@@ -59,9 +59,9 @@ class LogSeen:
     def unmet(self, facts: RunFacts) -> str | None:
         node = None if self.node is None else facts.node(self.node)
         since = None if self.after is None else facts.moment(self.after)
-        if self.code.startswith(OWN_CODE_PREFIX) and facts.target != "broker_ref":
+        if self.code.startswith(OWN_CODE_PREFIX) and facts.target.name != "broker_ref":
             return (
-                f"{UNCHECKABLE} {self.code} is broker_ref's own log code; {facts.target} "
+                f"{UNCHECKABLE} {self.code} is broker_ref's own log code; {facts.target.name} "
                 "writes none for this event, so its logs cannot show it"
             )
         for line in facts.logs:
@@ -154,13 +154,14 @@ class ServiceResumed:
         if gap.end_s >= metrics.load_end_s - 1e-3:
             return f"service had not resumed {metrics.load_end_s - m:.2f} s after {self.after}"
         waited = gap.end_s - m
-        restart = facts.restart_allowance_s if facts.after_restart(self.after) else 0.0
-        bound = self.within_s + facts.election_allowance_s + restart
+        election = facts.target.election_allowance_s
+        restart = facts.target.restart_allowance_s if facts.after_restart(self.after) else 0.0
+        bound = self.within_s + election + restart
         if waited <= bound:
             return None
         parts = [f"{self.within_s:g} s"]
-        if facts.election_allowance_s:
-            parts.append(f"the target's election allowance {facts.election_allowance_s:g} s")
+        if election:
+            parts.append(f"the target's election allowance {election:g} s")
         if restart:
             parts.append(f"its restart allowance {restart:g} s")
         allowance = f" ({' + '.join(parts)})" if len(parts) > 1 else ""

@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lab.metrics import NS, RunMetrics
+from lab.target import Target
 
-__all__ = ["FaultFacts", "LogLine", "RunFacts", "UnknownReference"]
+__all__ = ["BROKER_REF", "FaultFacts", "LogLine", "RunFacts", "TargetTraits", "UnknownReference"]
 
 
 class UnknownReference(Exception):
@@ -40,22 +41,36 @@ class LogLine:
 
 
 @dataclass(frozen=True)
+class TargetTraits:
+    """What a verdict needs of the target: its name (whose log codes its nodes write) and
+    how much longer than broker_ref's, for which the predictions' bounds are set, its
+    elections and its nodes' restarts take."""
+
+    name: str = "broker_ref"
+    election_allowance_s: float = 0.0
+    restart_allowance_s: float = 0.0
+
+    @staticmethod
+    def of(target: Target) -> TargetTraits:
+        return TargetTraits(target.name, target.election_allowance_s, target.restart_allowance_s)
+
+
+BROKER_REF = TargetTraits()  # the target the predictions' bounds are set for
+
+
+@dataclass(frozen=True)
 class RunFacts:
     faults: Mapping[str, FaultFacts]
     logs: tuple[LogLine, ...]
     final_roles: Mapping[str, str | None]
     metrics: RunMetrics
-    election_allowance_s: float = 0.0  # the target's elections take this much longer
-    target: str = "broker_ref"
-    restart_allowance_s: float = 0.0  # the target's nodes take this much longer to restart
+    target: TargetTraits = BROKER_REF
 
     @staticmethod
     def gather(
         events: Iterable[Mapping[str, Any]],
         metrics: RunMetrics,
-        election_allowance_s: float = 0.0,
-        target: str = "broker_ref",
-        restart_allowance_s: float = 0.0,
+        target: TargetTraits = BROKER_REF,
     ) -> RunFacts:
         starts: dict[str, FaultFacts] = {}
         ends: dict[str, float] = {}
@@ -84,9 +99,7 @@ class RunFacts:
             i: FaultFacts(f.id, f.fault, f.target, f.start_s, ends.get(i), f.roles)
             for i, f in starts.items()
         }
-        return RunFacts(
-            faults, tuple(logs), final, metrics, election_allowance_s, target, restart_allowance_s
-        )
+        return RunFacts(faults, tuple(logs), final, metrics, target)
 
     def fault(self, fault_id: str) -> FaultFacts:
         try:

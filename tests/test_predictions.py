@@ -16,7 +16,7 @@ from scenarios.expectations import (
     ServiceResumed,
     ServiceStopped,
 )
-from scenarios.facts import RunFacts
+from scenarios.facts import RunFacts, TargetTraits
 
 NS = 1_000_000_000
 
@@ -167,20 +167,24 @@ def test_a_targets_election_allowance_widens_the_bound_on_service_return() -> No
     resumed = ServiceResumed("f1:start", 1.0)
     slow = (Window(4.9, 8.5),)  # back 3.5 s after f1:start
     assert resumed.unmet(_facts(slow)) is not None
-    wider = RunFacts.gather(EVENTS, _metrics(slow), election_allowance_s=3.0)
+    wider = RunFacts.gather(EVENTS, _metrics(slow), TargetTraits(election_allowance_s=3.0))
     assert resumed.unmet(wider) is None
-    reason = resumed.unmet(RunFacts.gather(EVENTS, _metrics(slow), election_allowance_s=2.0))
+    narrower = RunFacts.gather(EVENTS, _metrics(slow), TargetTraits(election_allowance_s=2.0))
+    reason = resumed.unmet(narrower)
     assert reason is not None and "election allowance 2 s" in reason
 
 
 def test_broker_refs_own_codes_cannot_be_checked_on_another_target() -> None:
     prediction = Prediction(text="t", expect=(LogSeen("REF-1004"),))
-    verdict = prediction.judge(_check(), EVENTS, _metrics(), target="qpid-broker-j")
+    verdict = prediction.judge(_check(), EVENTS, _metrics(), TargetTraits("qpid-broker-j"))
     assert verdict.outcome == "unknown"
     assert "broker_ref's own log code" in verdict.reasons[0]
     # a real reason beside it still breaks the prediction
     broken = Prediction(text="t", expect=(LogSeen("REF-1004"), RoleAtEnd("f1", "MASTER")))
-    assert broken.judge(_check(), EVENTS, _metrics(), target="qpid-broker-j").outcome == "broken"
+    assert (
+        broken.judge(_check(), EVENTS, _metrics(), TargetTraits("qpid-broker-j")).outcome
+        == "broken"
+    )
     assert prediction.judge(_check(), EVENTS, _metrics()).outcome == "broken"
 
 
@@ -188,8 +192,10 @@ def test_a_bound_counted_from_a_restart_gets_the_targets_restart_allowance() -> 
     resumed = ServiceResumed("f1:end", 2.0)  # f1 is a kill: its end starts the node again
     slow = (Window(8.5, 13.0),)  # back 4 s after f1:end
     assert resumed.unmet(_facts(slow)) is not None
-    facts = RunFacts.gather(EVENTS, _metrics(slow), restart_allowance_s=3.0)
+    facts = RunFacts.gather(EVENTS, _metrics(slow), TargetTraits(restart_allowance_s=3.0))
     assert resumed.unmet(facts) is None
     # a bound counted from the kill itself gets no restart allowance
-    early = RunFacts.gather(EVENTS, _metrics((Window(4.5, 9.5),)), restart_allowance_s=3.0)
+    early = RunFacts.gather(
+        EVENTS, _metrics((Window(4.5, 9.5),)), TargetTraits(restart_allowance_s=3.0)
+    )
     assert ServiceResumed("f1:start", 2.0).unmet(early) is not None

@@ -90,5 +90,5 @@ def test_a_founder_that_never_becomes_master_is_a_clear_error(tmp_path: Path) ->
     target = _Target(founded=True, log=[], polls=10**6)
     target.ready_timeout_s = 0.3
     cluster = _Cluster(target, tmp_path)
-    with pytest.raises(ClusterError, match=r"node n1 did not found the group within 0.3 s"):
+    with pytest.raises(ClusterError, match=r"not ready within 0.3 s: \{'n1': 'no answer'\}"):
         cluster._start_in_order(lambda plan: _Node(plan, []))

@@ -17,7 +17,14 @@ from lab.brokerj.config import check_group, initial_config
 from lab.brokerj.distribution import VERSION, Distribution, ensure_distribution
 from lab.errors import SetupError
 from lab.ports import HOST
-from lab.target import ClusterPlan, ContainerLaunch, LogRecord, NodePlan, RestManagement
+from lab.target import (
+    ClusterPlan,
+    ContainerLaunch,
+    LogRecord,
+    NodePlan,
+    RestManagement,
+    match_log_line,
+)
 
 __all__ = ["CONTAINER_HOME", "BrokerJTarget", "parse_brokerj_line"]
 
@@ -32,10 +39,7 @@ _LINE = re.compile(r"^(\S+) (\w+) \[([^\]\s]+)\] (?:\[[^\]]*\] )*([A-Z]{2,4}-\d{
 
 def parse_brokerj_line(line: str) -> LogRecord | None:
     """One line of the console logger's pattern as a record; None for other lines."""
-    found = _LINE.match(line.rstrip("\n"))
-    if found is None:
-        return None
-    return LogRecord(*found.groups())
+    return match_log_line(_LINE, line)
 
 
 def _java_command(classpath: str, home: str, work: str, config: str) -> list[str]:

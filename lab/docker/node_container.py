@@ -4,7 +4,7 @@ The container is created once (by testcontainers, on the run's internal network)
 and then started again after a kill: same ports, same data volume. Its stdout is
 the node's operational log: each line goes to `nodes/<node>/broker.log` and,
 parsed by the target, into the same `broker.log` and `node.role` events as a
-local process's (lab.node_process).
+local process's (lab.node_log).
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import threading
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import IO
 
 from docker.errors import APIError, NotFound
 from docker.models.containers import Container
@@ -22,6 +21,7 @@ from requests.exceptions import RequestException
 
 from lab.errors import ClusterError
 from lab.events import Events
+from lab.node_log import take_log_line
 from lab.target import NodePlan, Target
 
 __all__ = ["NodeContainer"]
@@ -129,7 +129,7 @@ class NodeContainer:
             self.log_path.open("a", buffering=1, encoding="utf-8") as log,
         ):
             for line in self._lines(since):
-                self._take(line, log)
+                take_log_line(line, log, self.target, self.events, self.name)
         self._note_exit()
 
     def _note_exit(self) -> None:
@@ -140,18 +140,6 @@ class NodeContainer:
             self.container.wait(timeout=10)
             if not self._ending and self._state().get("Status") == "exited":
                 self.events.emit("node.exit", self.name, status=self.exit_code)
-
-    def _take(self, line: str, log: IO[str]) -> None:
-        log.write(line)
-        record = self.target.parse_log_line(line)
-        if record is None:
-            return
-        self.events.emit(
-            "broker.log", self.name, code=record.code, level=record.level, text=record.text
-        )
-        change = record.role_change
-        if change is not None:
-            self.events.emit("node.role", self.name, role=change[1], previous=change[0])
 
     def exit_detail(self) -> str:
         self.save_stderr()
