@@ -15,10 +15,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
-from faults.ops import FaultOp
-from lab.errors import ClusterError
-from lab.management import ManagementClient
-from lab.toxiproxy_api import ToxiproxyClient
+from lab.backends.toxiproxy import ToxiproxyClient
+from lab.ground.errors import ClusterError
+from lab.ground.faultops import FaultOp
+from lab.targets.management import ManagementClient
 
 __all__ = [
     "Collectable",

@@ -10,7 +10,7 @@ from faults.operator_faults import DesignatePrimary, QuorumOverride, SetPriority
 from faults.partition_faults import Isolate, Partition
 from faults.process_faults import FullGc, Kill, Pause
 from faults.proxy_faults import TOXIC_FAULTS, Cut
-from lab.errors import UsageError
+from lab.ground.errors import UsageError
 
 __all__ = ["FAULTS", "fault_for"]
 

@@ -15,10 +15,10 @@ from typing import Any
 
 from faults.base import Fault, Roled
 from faults.catalog import FAULTS
-from faults.ops import FaultOp
-from faults.targets import resolve_op
-from lab.errors import LabError
-from lab.events import Events, NoEvents
+from faults.selectors import resolve_op
+from lab.ground.errors import LabError
+from lab.ground.events import Events, NoEvents
+from lab.ground.faultops import FaultOp
 
 __all__ = ["HealStack", "Nemesis"]
 

@@ -1,4 +1,4 @@
-"""Operator actions through the nodes' management API (lab.management), each with its heal.
+"""Operator actions through the nodes' management API (lab.targets.management), each with its heal.
 
     designate_primary   designatedPrimary true on the target; heal: false
     quorum_override     quorumOverride = params.value (default 1); heal: 0 (the default)
@@ -14,8 +14,8 @@ second transfer with its own effects, not a repair.
 from __future__ import annotations
 
 from faults.base import as_managed
-from faults.ops import FaultOp
-from lab.errors import UsageError
+from lab.ground.errors import UsageError
+from lab.ground.faultops import FaultOp
 
 __all__ = ["DesignatePrimary", "QuorumOverride", "SetPriority", "TransferMaster"]
 

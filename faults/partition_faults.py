@@ -15,10 +15,10 @@ The heal enables every proxy it disabled.
 from __future__ import annotations
 
 from faults.base import as_linked, as_roled
-from faults.ops import FaultOp
-from faults.targets import split_sides
-from lab.errors import UsageError
-from lab.topology import partition_links
+from faults.selectors import split_sides
+from lab.ground.errors import UsageError
+from lab.ground.faultops import FaultOp
+from lab.ground.topology import partition_links
 
 __all__ = ["Isolate", "Partition", "isolate_links", "partition_sides"]
 

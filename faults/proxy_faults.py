@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from faults.base import as_linked, as_proxied
-from faults.ops import FaultOp
-from lab.errors import UsageError
-from lab.topology import split_node_link
+from lab.ground.errors import UsageError
+from lab.ground.faultops import FaultOp
+from lab.ground.topology import split_node_link
 
 __all__ = ["TOXIC_FAULTS", "Cut", "Toxic"]
 

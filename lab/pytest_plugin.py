@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from lab.spec import BACKENDS, parse_seed
+from lab.ground.spec import BACKENDS, parse_seed
 
 __all__ = ["DEFAULT_SEED"]
 
@@ -58,7 +58,7 @@ def lab_report(
     def report(folder: Path) -> None:
         if listener is None or results_dir is None:
             return
-        from lab.allure_attach import attach_to_running_test
+        from lab.reporting.allure_attach import attach_to_running_test
 
         try:
             attach_to_running_test(
@@ -74,7 +74,7 @@ def lab_report(
 def lab_run(
     tmp_path: Path, lab_seed: int, lab_backend: str, lab_report: Callable[[Path], None]
 ) -> Callable[..., object]:
-    from lab.runner import run_scenario
+    from lab.run.runner import run_scenario
     from scenarios.catalog import scenario_named
 
     def run(name: str, backend: str | None = None, target: str = "broker_ref") -> object:

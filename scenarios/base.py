@@ -7,13 +7,13 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from clients.checker import CheckResult
-from faults.ops import FaultOp
-from lab.backends import make_target
-from lab.metrics import RunMetrics
-from lab.spec import Durability, GroupSettings, RunSpec, Topology, Workload
-from scenarios.expectations import UNCHECKABLE, Expectation
-from scenarios.facts import BROKER_REF, RunFacts, TargetTraits, UnknownReference
+from lab.backends.catalog import make_target
+from lab.ground.faultops import FaultOp
+from lab.ground.spec import Durability, GroupSettings, RunSpec, Topology, Workload
+from lab.judge.checker import CheckResult
+from lab.judge.expectations import UNCHECKABLE, Expectation
+from lab.judge.facts import BROKER_REF, RunFacts, TargetTraits, UnknownReference
+from lab.judge.metrics import RunMetrics
 
 __all__ = ["Prediction", "Scenario", "Verdict", "fault_window", "uniform"]
 
@@ -38,7 +38,7 @@ class Prediction:
     documents predict loss; the lab must see it). `duplicates_allowed` says whether
     a message may be delivered twice. `two_masters` is "forbidden" (never two nodes
     MASTER at once), "expected" (the documents predict a split brain) or "either".
-    `expect` lists the rest (scenarios.expectations): log codes, roles at the end,
+    `expect` lists the rest (lab.judge.expectations): log codes, roles at the end,
     service stopped / continued / resumed around the faults.
     """
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from lab.errors import UsageError
+from lab.ground.errors import UsageError
 from scenarios.base import Scenario
 from scenarios.disk_full import DISK_FULL
 from scenarios.durability_matrix import DURABILITY_MATRIX

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import random
 
-from faults.ops import FaultOp
-from lab.spec import RunSpec, Topology, Workload
+from lab.ground.faultops import FaultOp
+from lab.ground.spec import RunSpec, Topology, Workload
+from lab.judge.expectations import LogSeen, ServiceResumed
 from scenarios.base import Prediction, Scenario, fault_window, uniform
-from scenarios.expectations import LogSeen, ServiceResumed
 
 __all__ = ["DISK_FULL"]
 

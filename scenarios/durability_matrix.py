@@ -20,11 +20,11 @@ from __future__ import annotations
 import random
 from itertools import permutations
 
-from faults.ops import FaultOp
-from lab.spec import RunSpec, Topology, Workload
-from lab.topology import node_link
+from lab.ground.faultops import FaultOp
+from lab.ground.spec import RunSpec, Topology, Workload
+from lab.ground.topology import node_link
+from lab.judge.expectations import Expectation, LogSeen, ServiceResumed
 from scenarios.base import Prediction, Scenario, fault_window, uniform
-from scenarios.expectations import Expectation, LogSeen, ServiceResumed
 
 __all__ = ["DURABILITY_MATRIX", "matrix_prediction"]
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import random
 
-from faults.ops import FaultOp
-from lab.spec import RunSpec, Topology, Workload
+from lab.ground.faultops import FaultOp
+from lab.ground.spec import RunSpec, Topology, Workload
 from scenarios.base import Prediction, Scenario, fault_window, uniform
 
 __all__ = ["RANDOM", "random_schedule"]

@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import random
 
-from faults.ops import FaultOp
-from lab.spec import Durability, GroupSettings, RunSpec, Topology, Workload
-from scenarios.base import Prediction, Scenario, fault_window, uniform
-from scenarios.expectations import (
+from lab.ground.faultops import FaultOp
+from lab.ground.spec import Durability, GroupSettings, RunSpec, Topology, Workload
+from lab.judge.expectations import (
     LogSeen,
     RoleAtEnd,
     ServiceContinued,
     ServiceResumed,
     ServiceStopped,
 )
+from scenarios.base import Prediction, Scenario, fault_window, uniform
 
 __all__ = [
     "MASTER_FAILURE",

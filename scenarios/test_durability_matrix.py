@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from lab.runner import reproduce_command, run_scenario
-from lab.spec import Durability
+from lab.ground.spec import Durability
+from lab.run.runner import reproduce_command, run_scenario
 from scenarios.catalog import scenario_named
 
 TRIPLETS = (

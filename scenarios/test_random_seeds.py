@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from faults.targets import split_sides
-from lab.runner import reproduce_command, run_scenario
+from faults.selectors import split_sides
+from lab.run.runner import reproduce_command, run_scenario
 from scenarios.catalog import scenario_named
 
 RUN_SEEDS = (3, 11, 29)

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import pytest
 
-from lab.runner import RunOutcome, reproduce_command
+from lab.run.runner import RunOutcome, reproduce_command
 from scenarios.catalog import SCENARIOS
 
 
@@ -31,7 +31,7 @@ def test_scenario_holds_its_prediction(name: str, lab_run: Callable[..., RunOutc
 
 
 def _docker_or_skip() -> None:
-    from lab.docker.engine import can_install, engine_answers
+    from lab.backends.docker.engine import can_install, engine_answers
 
     if not engine_answers() and not can_install():
         pytest.skip(

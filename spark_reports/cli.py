@@ -10,7 +10,7 @@ import argparse
 from collections.abc import Callable
 from pathlib import Path
 
-from lab.errors import UsageError
+from lab.ground.errors import UsageError
 from spark_reports.defaults import DEFAULT_MASTER
 
 __all__ = ["add_arguments", "run_report"]

@@ -16,8 +16,8 @@ from dataclasses import astuple, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from lab.errors import InputError, UsageError
-from lab.spec import RunSpec
+from lab.ground.errors import InputError, UsageError
+from lab.ground.spec import RunSpec
 
 __all__ = ["RUN_FILES", "RunRecord", "find_run_folders", "read_run", "read_runs"]
 

@@ -25,8 +25,10 @@ from allure_commons.logger import AllureMemoryLogger
 from allure_commons.reporter import AllureReporter
 from conftest import ROOT, run_lab
 
-from clients.checker import check_path
-from lab.allure_attach import (
+from lab.ground.errors import SetupError
+from lab.judge.checker import check_path
+from lab.judge.metrics import read_events, read_operations
+from lab.reporting.allure_attach import (
     CHECKER_RESULT,
     HISTORY_SUMMARY,
     TIMELINE,
@@ -34,11 +36,9 @@ from lab.allure_attach import (
     run_report,
     scenario_family,
 )
-from lab.allure_cli import generate_report
-from lab.allure_environment import environment_of, merge_environment, read_environment
-from lab.errors import SetupError
-from lab.metrics import read_events, read_operations
-from lab.timeline_chart import CHART_SIZE_PX, render_timeline, timeline_from_run
+from lab.reporting.allure_cli import generate_report
+from lab.reporting.allure_environment import environment_of, merge_environment, read_environment
+from lab.reporting.timeline_chart import CHART_SIZE_PX, render_timeline, timeline_from_run
 from scenarios.catalog import scenario_named
 
 NS = 1_000_000_000

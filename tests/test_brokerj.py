@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-from lab.backends import make_cluster
-from lab.brokerj.distribution import ensure_distribution
-from lab.errors import ClusterError, SetupError
-from lab.process_backend import ProcessCluster
-from lab.runner import RunOutcome, reproduce_command
-from lab.spec import Durability, GroupSettings, Topology
+from lab.backends.catalog import make_cluster
+from lab.backends.process.cluster import ProcessCluster
+from lab.ground.errors import ClusterError, SetupError
+from lab.ground.spec import Durability, GroupSettings, Topology
+from lab.run.runner import RunOutcome, reproduce_command
+from lab.targets.brokerj.distribution import ensure_distribution
 
 pytestmark = [pytest.mark.brokerj]
 
@@ -62,7 +62,7 @@ def test_master_failure_holds_on_local_jvms(lab_run: Callable[..., RunOutcome]) 
 
 @pytest.mark.docker
 def test_master_failure_holds_in_containers(lab_run: Callable[..., RunOutcome]) -> None:
-    from lab.docker.engine import can_install, engine_answers
+    from lab.backends.docker.engine import can_install, engine_answers
 
     if not engine_answers() and not can_install():
         pytest.skip("no Docker engine answers, and the lab installs one only as root on Debian")
@@ -106,7 +106,7 @@ def test_management_changes_a_node_attribute_and_refuses_a_bad_password(
     assert management.node_attributes()["role"] == "MASTER"
     management.set_attributes(priority=3)
     assert management.node_attributes()["priority"] == 3
-    from lab.management import Credentials, ManagementClient, ManagementRefused
+    from lab.targets.management import Credentials, ManagementClient, ManagementRefused
 
     intruder = ManagementClient(management.base_url, "n1", Credentials("admin", "wrong"))
     with pytest.raises(ManagementRefused) as refused:
@@ -145,7 +145,7 @@ def test_a_scenario_broker_j_cannot_run_is_refused_in_one_line(
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from lab.cli import main
+    from lab.cli.main import main
 
     argv = ["run", scenario, "--target", "qpid-broker-j", "--backend", backend, "--seed", "1"]
     assert main([*argv, "--runs-dir", str(tmp_path)]) == 2
@@ -155,12 +155,12 @@ def test_a_scenario_broker_j_cannot_run_is_refused_in_one_line(
 
 @pytest.mark.docker
 def test_a_node_link_is_cut_in_the_nodes_and_a_full_gc_runs_in_containers(tmp_path: Path) -> None:
-    from lab.docker.cluster import DockerCluster
-    from lab.docker.engine import can_install, engine_answers
+    from lab.backends.docker.cluster import DockerCluster
+    from lab.backends.docker.engine import can_install, engine_answers
 
     if not engine_answers() and not can_install():
         pytest.skip("no Docker engine answers, and the lab installs one only as root on Debian")
-    from lab.docker import node_filter
+    from lab.backends.docker import node_filter
 
     events = _Events()
     cluster = make_cluster(

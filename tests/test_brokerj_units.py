@@ -9,17 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from lab.broker_ref_target import BrokerRefTarget
-from lab.brokerj.config import check_durability, initial_config
-from lab.brokerj.distribution import ensure_distribution, tarball_in_repository
-from lab.brokerj.target import BrokerJTarget, parse_brokerj_line
-from lab.errors import ClusterError, SetupError, UsageError
-from lab.events import NoEvents
-from lab.management import Credentials
-from lab.process_backend import ProcessCluster
-from lab.spec import Durability, GroupSettings, Topology
-from lab.target import ClusterPlan, NodePlan
-from lab.topology import links_for, split_node_link
+from lab.backends.process.cluster import ProcessCluster
+from lab.ground.errors import ClusterError, SetupError, UsageError
+from lab.ground.events import NoEvents
+from lab.ground.spec import Durability, GroupSettings, Topology
+from lab.ground.topology import links_for, split_node_link
+from lab.targets.broker_ref import BrokerRefTarget
+from lab.targets.brokerj.config import check_durability, initial_config
+from lab.targets.brokerj.distribution import ensure_distribution, tarball_in_repository
+from lab.targets.brokerj.target import BrokerJTarget, parse_brokerj_line
+from lab.targets.management import Credentials
+from lab.targets.protocol import ClusterPlan, NodePlan
 
 ROLE_OWN = (
     "2026-11-21T18:31:18.383 INFO [n3] [Broker] [grp(/lab)] HA-1010 : Role change reported: "
@@ -170,8 +170,8 @@ def test_a_schedule_that_needs_node_links_is_refused_before_anything_starts(
     tmp_path: Path,
 ) -> None:
     from faults.base import preflight
-    from faults.ops import FaultOp
-    from lab.docker.cluster import DockerCluster
+    from lab.backends.docker.cluster import DockerCluster
+    from lab.ground.faultops import FaultOp
 
     partition = FaultOp(
         at_s=1.0,
@@ -201,7 +201,7 @@ def test_a_schedule_that_needs_node_links_is_refused_before_anything_starts(
 
 
 def test_the_groups_timings_become_je_parameters_with_jes_floor() -> None:
-    from lab.brokerj.config import je_timings
+    from lab.targets.brokerj.config import je_timings
 
     quick = je_timings(GroupSettings(election_timeout_s=0.6, insufficient_replicas_timeout_s=5.0))
     assert quick["je.rep.replicaTimeout"] == quick["je.rep.feederTimeout"] == "2000 ms"

@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import clients.checker
-from clients.checker import CheckResult, IdSet, check_path, check_table, read_history
-from clients.history_synth import SynthTruth, synthesize
-from lab.errors import InputError
+import lab.judge.checker
+from lab.bench.history_synth import SynthTruth, synthesize
+from lab.ground.errors import InputError
+from lab.judge.checker import CheckResult, IdSet, check_path, check_table, read_history
 
 Op = tuple[str, str, str, str | None]
 
@@ -59,7 +59,7 @@ NONE = IdSet(count=0, ids=())
 
 
 def test_public_names() -> None:
-    assert sorted(clients.checker.__all__) == [
+    assert sorted(lab.judge.checker.__all__) == [
         "CheckResult",
         "IdSet",
         "check_path",

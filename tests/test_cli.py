@@ -126,7 +126,7 @@ def test_missing_toxiproxy(tmp_path: Path) -> None:
     (fake_prefix / "bin").mkdir(parents=True)
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
     # The lab looks on PATH and in sys.prefix/bin: point both where there is none.
-    code = f"import sys; sys.prefix = {str(fake_prefix)!r}; from lab.cli import main; "
+    code = f"import sys; sys.prefix = {str(fake_prefix)!r}; from lab.cli.main import main; "
     code += "sys.exit(main(['up']))"
     result = subprocess.run(
         [sys.executable, "-c", code],

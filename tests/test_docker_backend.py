@@ -27,16 +27,16 @@ from proton import ProtonException
 from proton.utils import BlockingConnection
 
 from faults.catalog import fault_for
-from faults.ops import FaultOp
-from lab.amqp_probe import send_one
-from lab.broker_ref_target import BrokerRefTarget
-from lab.docker.cluster import DockerCluster
-from lab.docker.engine import can_install, engine_answers, ensure_commands, ensure_engine
-from lab.docker.images import build_images
-from lab.docker.labels import DETACHED, OWNER, RUN, SESSION, Owner
-from lab.docker.reaper import leftovers, reap
-from lab.ports import free_ports
-from lab.spec import Durability, Topology
+from lab.backends.docker.cluster import DockerCluster
+from lab.backends.docker.engine import can_install, engine_answers, ensure_commands, ensure_engine
+from lab.backends.docker.images import build_images
+from lab.backends.docker.labels import DETACHED, OWNER, RUN, SESSION, Owner
+from lab.backends.docker.reaper import leftovers, reap
+from lab.bench.probe import send_one
+from lab.ground.faultops import FaultOp
+from lab.ground.ports import free_ports
+from lab.ground.spec import Durability, Topology
+from lab.targets.broker_ref import BrokerRefTarget
 
 if not engine_answers() and not can_install():
     pytest.skip(
@@ -207,7 +207,7 @@ def test_disconnect_cuts_the_node_off_its_network_until_healed(cluster: DockerCl
 
 
 def test_process_only_faults_are_refused_by_name() -> None:
-    from lab.errors import ClusterError
+    from lab.ground.errors import ClusterError
 
     with pytest.raises(ClusterError, match="docker"):
         fault_for("disk_fill").apply(object(), _op("disk_fill", "n1"))
@@ -259,7 +259,7 @@ def _compose(project: str, env: dict[str, str], *args: str) -> subprocess.Comple
 
 
 def test_docker_compose_group_takes_a_message(engine: Any) -> None:
-    from lab.errors import SetupError
+    from lab.ground.errors import SetupError
 
     try:
         ensure_commands({"docker-compose": "docker-compose"}, _say)

@@ -11,18 +11,18 @@ import pytest
 pytest.importorskip("docker", reason="the Docker SDK (`docker` package) is not installed")
 
 from faults.catalog import FAULTS
-from lab.broker_ref_target import BrokerRefTarget
-from lab.docker.images import _digest, _serves
-from lab.docker.labels import RUN, SESSION, Owner, RunLabels
-from lab.docker.networks import Subnet
-from lab.docker.node_config import (
+from lab.backends.docker.images import _digest, _serves
+from lab.backends.docker.labels import RUN, SESSION, Owner, RunLabels
+from lab.backends.docker.networks import Subnet
+from lab.backends.docker.node_config import (
     AMQP_PORT,
     MANAGEMENT_PORT,
     REPLICATION_PORT,
     container_node_plan,
 )
-from lab.spec import Durability
-from lab.target import ClusterPlan
+from lab.ground.spec import Durability
+from lab.targets.broker_ref import BrokerRefTarget
+from lab.targets.protocol import ClusterPlan
 
 
 def test_subnet_addresses_are_fixed_per_role() -> None:
@@ -91,7 +91,10 @@ def test_the_docker_sdk_is_imported_only_by_those_who_ask_for_containers() -> No
     import subprocess
     import sys
 
-    code = "import lab.backends, lab.updown, faults.catalog, sys; print('docker' in sys.modules)"
+    code = (
+        "import lab.backends.catalog, lab.cli.updown, faults.catalog, sys; "
+        "print('docker' in sys.modules)"
+    )
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=os.environ
     )

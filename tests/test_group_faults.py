@@ -8,10 +8,10 @@ import pytest
 
 from faults.nemesis import Nemesis
 from faults.operator_faults import DesignatePrimary, QuorumOverride, SetPriority, TransferMaster
-from faults.ops import FaultOp
 from faults.partition_faults import Isolate, Partition
-from faults.targets import resolve_name, resolve_op, split_sides
-from lab.errors import ClusterError, UsageError
+from faults.selectors import resolve_name, resolve_op, split_sides
+from lab.ground.errors import ClusterError, UsageError
+from lab.ground.faultops import FaultOp
 
 
 def _op(fault: str, target: str, fault_id: str = "f1", **params: Any) -> FaultOp:

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from faults.nemesis import Nemesis
-from faults.ops import FaultOp
-from lab.backends import make_cluster
-from lab.management import Credentials, ManagementClient, ManagementRefused
-from lab.process_backend import ProcessCluster
-from lab.spec import Durability, Topology
+from lab.backends.catalog import make_cluster
+from lab.backends.process.cluster import ProcessCluster
+from lab.ground.faultops import FaultOp
+from lab.ground.spec import Durability, Topology
+from lab.targets.management import Credentials, ManagementClient, ManagementRefused
 
 pytestmark = pytest.mark.processes
 

@@ -8,14 +8,14 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from lab.broker_ref_target import check_plan, node_config
-from lab.cluster_base import group_ready
-from lab.errors import UsageError
-from lab.management import Credentials
-from lab.metrics import run_metrics
-from lab.spec import Durability, GroupSettings, RunSpec, Workload
-from lab.target import ClusterPlan, NodePlan, NodeStatus
-from lab.workers import worker_plans
+from lab.backends.base import group_ready
+from lab.ground.errors import UsageError
+from lab.ground.spec import Durability, GroupSettings, RunSpec, Workload
+from lab.judge.metrics import run_metrics
+from lab.run.workers import worker_plans
+from lab.targets.broker_ref import check_plan, node_config
+from lab.targets.management import Credentials
+from lab.targets.protocol import ClusterPlan, NodePlan, NodeStatus
 from scenarios.catalog import SCENARIOS
 
 NS = 1_000_000_000
@@ -205,7 +205,7 @@ def test_a_master_that_ended_by_itself_is_no_master() -> None:
 def test_lab_run_refuses_sync_on_the_master_with_coalescing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from lab.cli import main
+    from lab.cli.main import main
 
     argv = ["run", "durability-matrix", "--seed", "1", "--runs-dir", str(tmp_path)]
     assert main([*argv, "--durability", "SYNC,SYNC,ALL"]) == 2

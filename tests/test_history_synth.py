@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from clients.history_synth import synthesize
+from lab.bench.history_synth import synthesize
 
 
 def test_same_seed_same_bytes(tmp_path: Path) -> None:

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from lab.broker_ref_target import BrokerRefTarget
-from lab.node_process import NodeProcess
-from lab.target import NodePlan
+from lab.backends.process.node import NodeProcess
+from lab.targets.broker_ref import BrokerRefTarget
+from lab.targets.protocol import NodePlan
 
 
 class _Events:

@@ -6,17 +6,17 @@ from typing import Any
 
 import pytest
 
-from clients.checker import CheckResult, IdSet
-from lab.metrics import RunMetrics, Window
-from scenarios.base import Prediction
-from scenarios.expectations import (
+from lab.judge.checker import CheckResult, IdSet
+from lab.judge.expectations import (
     LogSeen,
     RoleAtEnd,
     ServiceContinued,
     ServiceResumed,
     ServiceStopped,
 )
-from scenarios.facts import RunFacts, TargetTraits
+from lab.judge.facts import RunFacts, TargetTraits
+from lab.judge.metrics import RunMetrics, Window
+from scenarios.base import Prediction
 
 NS = 1_000_000_000
 

@@ -9,9 +9,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from faults.nemesis import Nemesis
-from faults.ops import FaultOp, ops_from_json
-from lab.errors import ClusterError
-from lab.spec import RunSpec
+from lab.ground.errors import ClusterError
+from lab.ground.faultops import FaultOp, ops_from_json
+from lab.ground.spec import RunSpec
 from scenarios.catalog import SCENARIOS
 
 

@@ -19,7 +19,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
-from lab.errors import UsageError
+from lab.bench.synth_runs import synthesize_runs
+from lab.ground.errors import UsageError
 from spark_reports.cli import add_arguments, run_report
 from spark_reports.compaction import compact
 from spark_reports.extract import (
@@ -41,7 +42,6 @@ from spark_reports.performance import change_vs_baseline, performance_pivot, per
 from spark_reports.reliability import broken_runs, reliability_table, unreadable_runs
 from spark_reports.run_folders import RunRecord, read_run, read_runs
 from spark_reports.session import spark_session
-from spark_reports.synth_runs import synthesize_runs
 from spark_reports.trend import regressions, trend_table, with_period
 
 MS = 1_000_000  # nanoseconds

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from lab.errors import InputError, UsageError
-from lab.metrics import read_events
-from lab.runstore import EventLog, HistoryRecorder, RunClock, RunFolder
-from lab.spec import RunSpec, parse_seed
+from lab.ground.errors import InputError, UsageError
+from lab.ground.spec import RunSpec, parse_seed
+from lab.judge.metrics import read_events
+from lab.run.folder import EventLog, HistoryRecorder, RunClock, RunFolder
 
 
 @pytest.mark.parametrize("text", ["-1", "abc", "1.5", "", str(2**63)])

@@ -1,4 +1,4 @@
-"""The order a backend starts a group's nodes in (lab.cluster_base._start_in_order)."""
+"""The order a backend starts a group's nodes in (lab.backends.base._start_in_order)."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from lab.cluster_base import ClusterBase
-from lab.errors import ClusterError
-from lab.spec import Durability
-from lab.target import ClusterPlan, NodePlan, NodeStatus
+from lab.backends.base import ClusterBase
+from lab.ground.errors import ClusterError
+from lab.ground.spec import Durability
+from lab.targets.protocol import ClusterPlan, NodePlan, NodeStatus
 
 
 class _Node:

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from faults.catalog import fault_for
-from faults.ops import FaultOp
-from lab.node_process import popen_options
-from lab.ports import free_ports
-from lab.toxiproxy_api import ToxiproxyClient, start_server
+from lab.backends.process.node import popen_options
+from lab.backends.toxiproxy import ToxiproxyClient, start_server
+from lab.ground.faultops import FaultOp
+from lab.ground.ports import free_ports
 
 pytestmark = pytest.mark.processes
 

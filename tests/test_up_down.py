@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import run_lab
 
-from lab.amqp_probe import send_one
+from lab.bench.probe import send_one
 
 pytestmark = pytest.mark.processes
 

@@ -18,8 +18,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from clients.history_synth import synthesize
 from lab.bench._base import Benchmark, Say
+from lab.bench.history_synth import synthesize
+from lab.ground.paths import LAB_ROOT
 
 __all__ = ["BENCHMARK"]
 
@@ -29,7 +30,7 @@ SEED = 20240607
 _CHILD = """
 import json, sys, time
 from pathlib import Path
-from clients.checker import check_table, read_history
+from lab.judge.checker import check_table, read_history
 started = time.perf_counter()
 table = read_history(Path(sys.argv[1]))
 read = time.perf_counter()
@@ -82,7 +83,7 @@ class _ChildFigures:
 
 
 def _check_in_child(history: Path) -> _ChildFigures:
-    root = Path(__file__).resolve().parents[2]
+    root = LAB_ROOT
     completed = subprocess.run(
         [sys.executable, "-c", _CHILD, str(history)],
         cwd=root,

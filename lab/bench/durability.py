@@ -14,10 +14,10 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from lab.backends import make_cluster
+from lab.backends.catalog import make_cluster
 from lab.bench._base import Benchmark, Say
 from lab.bench.load import acknowledged_per_second
-from lab.spec import Durability, Topology, Workload
+from lab.ground.spec import Durability, Topology, Workload
 
 __all__ = ["BENCHMARK", "CONFIGURATIONS", "Configuration"]
 

@@ -15,12 +15,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from lab.backends import make_cluster
+from lab.backends.catalog import make_cluster
 from lab.bench._base import Benchmark, Say
-from lab.events import NoEvents
-from lab.runstore import HistoryRecorder
-from lab.spec import Durability, Topology, Workload
-from lab.workers import WorkerProcess, worker_plans
+from lab.ground.events import NoEvents
+from lab.ground.spec import Durability, Topology, Workload
+from lab.run.folder import HistoryRecorder
+from lab.run.workers import WorkerProcess, worker_plans
 
 __all__ = ["BENCHMARK", "percentile"]
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from lab.events import NoEvents
-from lab.runstore import HistoryRecorder
-from lab.spec import Workload
-from lab.workers import WorkerProcess, worker_plans
+from lab.ground.events import NoEvents
+from lab.ground.spec import Workload
+from lab.run.folder import HistoryRecorder
+from lab.run.workers import WorkerProcess, worker_plans
 
 __all__ = ["acknowledged_per_second"]
 

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 from lab.bench import checker, durability, failover, report, startup, throughput
 from lab.bench._base import Benchmark
-from lab.errors import UsageError
+from lab.ground.errors import UsageError
 
 __all__ = ["BENCHMARKS", "benchmark_named"]
 

@@ -41,11 +41,11 @@ def _spark_jobs(store: Path | None, runs_dir: Path, say: Say) -> tuple[int, int]
 
 
 def run(say: Say) -> str:
+    from lab.bench.synth_runs import synthesize_runs
     from spark_reports.compaction import compact
     from spark_reports.duckdb_baseline import duckdb_reports
     from spark_reports.run_folders import read_runs
     from spark_reports.session import spark_session
-    from spark_reports.synth_runs import synthesize_runs
 
     workdir = Path(tempfile.mkdtemp(prefix="lab-bench-report-"))
     try:

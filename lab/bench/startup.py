@@ -7,10 +7,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from lab.amqp_probe import send_one
-from lab.backends import make_cluster
+from lab.backends.catalog import make_cluster
 from lab.bench._base import Benchmark, Say
-from lab.spec import Durability, Topology
+from lab.bench.probe import send_one
+from lab.ground.spec import Durability, Topology
 
 __all__ = ["BENCHMARK"]
 
@@ -47,7 +47,7 @@ def run_on(say: Say, backend: str) -> str:
     process backend's, measured in the same run."""
     if backend == "process":
         return run(say)
-    from lab.docker.bench import measure_image_build, measure_startup
+    from lab.bench.docker_startup import measure_image_build, measure_startup
 
     build_s = measure_image_build(say)
     docker_s = [measure_startup(3, say) for _ in range(3)]

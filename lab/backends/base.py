@@ -1,0 +1,224 @@
+"""What every backend's cluster shares: nodes by name, their status, the proxies, node faults.
+
+A backend (local processes, containers) subclasses `ClusterBase`, fills `nodes`,
+`plan`, `proxies` and `toxiproxy` as it starts, and provides `start`, `stop`,
+`client_urls` and `describe`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from typing import Generic, Protocol, TypeVar
+
+from lab.backends.toxiproxy import ProxyInfo, ToxiproxyClient
+from lab.ground.errors import ClusterError, UsageError
+from lab.ground.events import Events
+from lab.ground.ports import HOST, free_ports, release_ports
+from lab.ground.spec import Topology
+from lab.ground.topology import split_node_link
+from lab.targets.management import ManagementClient
+from lab.targets.protocol import ClusterPlan, JvmTarget, ManagedTarget, NodePlan, NodeStatus, Target
+
+__all__ = ["ClusterBase", "NodeHandle", "group_ready"]
+
+
+class NodeHandle(Protocol):
+    """One node as a backend runs it."""
+
+    plan: NodePlan
+    paused: bool
+
+    @property
+    def running(self) -> bool: ...
+
+    def start(self) -> None: ...
+
+    def kill(self) -> None: ...
+
+    def pause(self) -> None: ...
+
+    def resume(self) -> None: ...
+
+    def exit_detail(self) -> str:
+        """How it ended, for an error message (status, where its stderr is)."""
+        ...
+
+
+N = TypeVar("N", bound=NodeHandle)
+
+
+def group_ready(statuses: Mapping[str, NodeStatus | None]) -> bool:
+    """Every node answers, exactly one is MASTER and every other one is REPLICA."""
+    roles = [s.role if s is not None else None for s in statuses.values()]
+    return roles.count("MASTER") == 1 and all(r in ("MASTER", "REPLICA") for r in roles)
+
+
+class ClusterBase(Generic[N]):
+    topology: Topology
+    target: Target
+    nodes: dict[str, N]
+    plan: ClusterPlan | None
+    proxies: dict[str, ProxyInfo]
+    toxiproxy: ToxiproxyClient | None
+    events: Events
+    _reserved: list[int]
+
+    def _run_full_gc(self, name: str, target: JvmTarget) -> str:
+        """Run the target's full-GC command on the node where it runs; return its output."""
+        raise ClusterError(f"the {type(self).__name__} cannot run commands in its nodes")
+
+    def _take_ports(self, count: int) -> list[int]:
+        """Free ports, reserved until `_release_ports` (in `stop`)."""
+        ports = free_ports(count)
+        self._reserved.extend(ports)
+        return ports
+
+    def _release_ports(self) -> None:
+        release_ports(self._reserved)
+        self._reserved = []
+
+    @property
+    def node_names(self) -> tuple[str, ...]:
+        return self.topology.node_names
+
+    def direct_urls(self) -> list[str]:
+        """The nodes' own AMQP addresses, bypassing Toxiproxy (for measuring its cost)."""
+        assert self.plan is not None
+        return [f"amqp://{HOST}:{p.amqp_port}" for p in self.plan.nodes]
+
+    def node(self, name: str) -> N:
+        try:
+            return self.nodes[name]
+        except KeyError:
+            raise ClusterError(f"no node named {name!r} (nodes: {', '.join(self.nodes)})") from None
+
+    def statuses(self) -> dict[str, NodeStatus | None]:
+        return {
+            name: (None if node.paused or not node.running else self.target.status(node.plan))
+            for name, node in self.nodes.items()
+        }
+
+    def roles(self) -> dict[str, str | None]:
+        """Each node's role as it reports it now; None for a node that does not answer."""
+        return {name: (s.role if s else None) for name, s in self.statuses().items()}
+
+    def management(self, name: str) -> ManagementClient:
+        """A client for the node's management API (on 127.0.0.1)."""
+        if not isinstance(self.target, ManagedTarget):
+            raise ClusterError(f"target {self.target.name!r} has no management API")
+        return self.target.management(self.node(name).plan)
+
+    def _start_in_order(self, make: Callable[[NodePlan], N]) -> None:
+        """Start every node (`make` gives its handle, not yet started), the group's founder
+        first and alone when the target's group grows from its first node (then the others
+        start once it is master: the group of one is ready). A handle is in `nodes` before
+        it starts, so `stop` reaches a node whose start failed half-way."""
+        assert self.plan is not None
+        plans = list(self.plan.nodes)
+        if self.target.founded_by_first_node and len(plans) > 1:
+            founder = plans.pop(0)
+            self.nodes[founder.name] = make(founder)
+            self.nodes[founder.name].start()
+            self.wait_ready()
+        for plan in plans:
+            self.nodes[plan.name] = make(plan)
+            self.nodes[plan.name].start()
+
+    def wait_ready(self, timeout_s: float | None = None) -> str:
+        """Wait until every node answers, exactly one is MASTER and every other is REPLICA;
+        return the master's name. The default wait is the target's own."""
+        timeout_s = timeout_s or self.target.ready_timeout_s
+        deadline = time.monotonic() + timeout_s
+        last: Mapping[str, NodeStatus | None] = {}
+        while time.monotonic() < deadline:
+            for name, node in self.nodes.items():
+                if not node.running and not node.paused:
+                    raise ClusterError(f"node {name} {node.exit_detail()}")
+            last = self.statuses()
+            if group_ready(last):
+                return next(n for n, s in last.items() if s is not None and s.role == "MASTER")
+            time.sleep(0.05)
+        roles = {n: (s.role if s else "no answer") for n, s in last.items()}
+        raise ClusterError(f"the cluster was not ready within {timeout_s} s: {roles}")
+
+    def proxy_client(self) -> ToxiproxyClient:
+        if self.toxiproxy is None:
+            raise ClusterError("Toxiproxy is not running")
+        return self.toxiproxy
+
+    # Whether this backend cuts node→node links that have no proxy (in the nodes).
+    filters_peer_links = False
+
+    def _peer_links_refusal(self, how: str) -> str | None:
+        """Why node→node links cannot be `cut` (or `slow`ed) on this cluster; None if they can."""
+        if self.target.proxied_peer_links or (how == "cut" and self.filters_peer_links):
+            return None
+        where = (
+            "they can be cut only on the Docker backend (a packet filter in the node)"
+            if how == "cut"
+            else "no proxy can slow them"
+        )
+        return (
+            f"{self.target.name} nodes reach each other at the addresses they advertise to "
+            f"the group, so node→node links have no proxy: {where}"
+        )
+
+    def check_peer_links(self, how: str) -> None:
+        """Refuse, before anything starts, a fault that must `cut` or `slow` a node→node
+        link this cluster cannot reach (a UsageError naming why)."""
+        refusal = self._peer_links_refusal(how)
+        if refusal is not None:
+            raise UsageError(refusal)
+
+    def require_link(self, name: str) -> str:
+        """The name of a link this cluster can cut; a ClusterError when there is none."""
+        return self._require(name, "cut")
+
+    def require_proxy(self, name: str) -> str:
+        """The name of a link with a Toxiproxy proxy (toxics need one)."""
+        return self._require(name, "slow")
+
+    def _require(self, name: str, how: str) -> str:
+        if name in self.proxies:
+            return name
+        refusal = self._peer_links_refusal(how) if split_node_link(name) else None
+        if refusal is not None:
+            raise ClusterError(f"link {name}: {refusal}")
+        raise ClusterError(f"no link named {name!r} (links: {', '.join(self.proxies)})")
+
+    def set_link(self, name: str, enabled: bool) -> None:
+        """Cut (False) or restore (True) one link; idempotent."""
+        link = self.require_link(name)
+        self.proxy_client().set_enabled(link, enabled)
+
+    def kill(self, name: str) -> None:
+        self.node(name).kill()
+
+    def restart(self, name: str) -> None:
+        self.node(name).start()
+
+    def pause(self, name: str) -> None:
+        self.node(name).pause()
+
+    def full_gc(self, name: str) -> None:
+        """A full garbage collection in the node's JVM, now (`jcmd … GC.run`)."""
+        if not isinstance(self.target, JvmTarget):
+            raise ClusterError(
+                f"full_gc needs a JVM target; {self.target.name} is not one "
+                "(the pause fault models a stall on any target)"
+            )
+        node = self.node(name)
+        if not node.running or node.paused:
+            raise ClusterError(f"full_gc: node {name} is not running")
+        started = time.monotonic()
+        output = self._run_full_gc(name, self.target)
+        self.events.emit(
+            "node.gc",
+            name,
+            seconds=round(time.monotonic() - started, 3),
+            output=output.splitlines()[-1] if output else "",
+        )
+
+    def resume(self, name: str) -> None:
+        self.node(name).resume()

@@ -1,0 +1,459 @@
+"""The Docker backend: every node and Toxiproxy as a container; the same interface as
+ProcessCluster, so the runner, the faults and `lab up` work unchanged.
+
+    127.0.0.1 (the lab)                     lab-<run>-net (internal, fixed addresses)
+      Toxiproxy API, client proxies ──▶  toxiproxy (.2) ──▶ n1 (.10):5672, n2 (.11):7000 …
+      each node's AMQP and management ─▶  n1, n2 …   (a node's peers: <toxiproxy>:<port>)
+
+The lab reaches containers only through ports published on 127.0.0.1 (lab.backends.docker.networks
+says why there are two networks and why addresses, not names). Each node's data is a
+size-limited tmpfs volume (lab.backends.docker.volumes) that survives a kill and restart. Every
+container, network and volume carries the run's labels (lab.backends.docker.labels), which is
+how `stop`, `lab down` and the reaper find them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import time
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import docker
+import requests
+from docker.errors import APIError, NotFound
+from docker.models.containers import Container
+from testcontainers.core.config import testcontainers_config
+from testcontainers.core.container import DockerContainer
+
+from lab.backends.base import ClusterBase
+from lab.backends.docker import node_filter
+from lab.backends.docker.engine import Say, ensure_engine
+from lab.backends.docker.images import build_images
+from lab.backends.docker.labels import Owner, RunLabels, new_run_id
+from lab.backends.docker.networks import RunNetworks, Subnet
+from lab.backends.docker.node_config import (
+    AMQP_PORT,
+    DATA_DIR,
+    MANAGEMENT_PORT,
+    REPLICATION_PORT,
+    container_node_plan,
+)
+from lab.backends.docker.node_container import NodeContainer
+from lab.backends.docker.reaper import remove_run
+from lab.backends.docker.volumes import RunVolumes
+from lab.backends.toxiproxy import ProxyInfo, ToxiproxyClient
+from lab.ground.errors import ClusterError, LabError
+from lab.ground.events import Events, NoEvents
+from lab.ground.ports import HOST, require_free
+from lab.ground.spec import Durability, GroupSettings, Topology
+from lab.ground.topology import Link, links_for, split_node_link
+from lab.targets.protocol import ClusterPlan, ContainerLaunch, JvmTarget, NodePlan, Target
+
+__all__ = ["DockerCluster"]
+
+GROUP = "lab"
+TOXIPROXY = "toxiproxy"
+TOXIPROXY_API_PORT = 8474
+CLIENT_PROXY_BASE = 10000  # client_to_<node i> listens on 10000 + i inside Toxiproxy
+PEER_PROXY_BASE = 11000  # node→node proxies listen on 11000 + k
+
+
+def _say_on_stderr(line: str) -> None:
+    print(f"lab: docker: {line}", file=sys.stderr, flush=True)
+
+
+class DockerCluster(ClusterBase[NodeContainer]):
+    """A group of nodes behind Toxiproxy, as containers on a per-run network.
+
+    `start` either brings everything up or removes what it created and raises.
+    `stop` is idempotent and safe to call from `finally`.
+    """
+
+    backend = "docker"
+
+    def __init__(
+        self,
+        topology: Topology,
+        durability: Durability,
+        target: Target,
+        work_dir: Path,
+        *,
+        events: Events | None = None,
+        detached: bool = False,
+        toxiproxy_port: int | None = None,
+        group: GroupSettings | None = None,
+        disk_mb: int | None = None,
+        session: str | None = None,
+        say: Say | None = None,
+    ) -> None:
+        self.topology = topology
+        self.durability = durability
+        self.group = group or GroupSettings()
+        self.target = target
+        self.work_dir = work_dir.resolve()
+        self.events: Events = events or NoEvents()
+        self.detached = detached
+        self.disk_mb = disk_mb or target.data_disk_mb
+        self.say: Say = say or _say_on_stderr
+        self._toxiproxy_port = toxiproxy_port
+        self.run_id = new_run_id()
+        self.labels = RunLabels(
+            self.run_id, Owner.this_process(), work_dir, detached=detached, session=session
+        )
+        self.links: tuple[Link, ...] = links_for(topology.node_names, target.proxied_peer_links)
+        self.proxies: dict[str, ProxyInfo] = {}
+        self.nodes: dict[str, NodeContainer] = {}
+        self.plan: ClusterPlan | None = None
+        self._reserved: list[int] = []
+        self.toxiproxy: ToxiproxyClient | None = None
+        self.toxiproxy_container: Container | None = None
+        self.volumes: RunVolumes | None = None
+        self.networks: RunNetworks | None = None
+        self.subnet: Subnet | None = None
+        self._client: docker.DockerClient | None = None
+        self._client_ports: dict[str, int] = {}
+        self._images: dict[str, str] = {}
+
+    @property
+    def client(self) -> docker.DockerClient:
+        if self._client is None:
+            raise ClusterError("the cluster is not started")
+        return self._client
+
+    # -- names -------------------------------------------------------------------------------
+
+    def _name(self, part: str) -> str:
+        return f"lab-{self.run_id}-{part}"
+
+    def _data_volume(self, node: str) -> str:
+        assert self.volumes is not None
+        return self.volumes.name(node)
+
+    # -- life cycle ---------------------------------------------------------------------------
+
+    def start(self, timeout_s: float | None = None) -> str:
+        """Create networks, volumes, Toxiproxy, proxies and nodes; wait for a master."""
+        # Testcontainers' reaper needs a pulled image; the lab reaps by its own labels.
+        testcontainers_config.ryuk_disabled = True
+        try:
+            self._client = ensure_engine(self.say)
+            self.target.prepare()
+            self._images = build_images(self.say, (self.target.name,))
+            if self.target.name not in self._images:
+                raise ClusterError(f"no container image for target {self.target.name!r}")
+            self.work_dir.mkdir(parents=True, exist_ok=True)
+            self._create_networks()
+            self._create_volumes()
+            self._start_toxiproxy()
+            self._plan()
+            self._start_nodes()
+            self._create_proxies()
+            return self.wait_ready(timeout_s or self.target.ready_timeout_s)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _create_networks(self) -> None:
+        self.networks = RunNetworks(self.client, f"lab-{self.run_id}", self.labels.base())
+        self.subnet = self.networks.create()
+
+    def _create_volumes(self) -> None:
+        self.volumes = RunVolumes(
+            self.client, f"lab-{self.run_id}", self.disk_mb, self._images["base"]
+        )
+        self.volumes.create(
+            self.node_names,
+            self.labels.for_role("volumes"),
+            {n: self.labels.for_role("volume", n) for n in self.node_names},
+        )
+
+    def _start_toxiproxy(self) -> None:
+        networks, subnet = self._networks()
+        if self._toxiproxy_port is not None:
+            require_free(self._toxiproxy_port, "Toxiproxy API", "--toxiproxy-port")
+            api_port = self._toxiproxy_port
+            client_ports = self._take_ports(len(self.node_names))
+        else:
+            api_port, *client_ports = self._take_ports(1 + len(self.node_names))
+        spec = DockerContainer(self._images["toxiproxy"], name=self._name(TOXIPROXY)).with_kwargs(
+            labels=self.labels.for_role(TOXIPROXY),
+            init=True,
+            **networks.endpoint(subnet.toxiproxy, TOXIPROXY),
+        )
+        _publish(spec, TOXIPROXY_API_PORT, api_port)
+        for i, (name, port) in enumerate(zip(self.node_names, client_ports, strict=True)):
+            _publish(spec, CLIENT_PROXY_BASE + i + 1, port)
+            self._client_ports[name] = port
+        spec.start()
+        self.toxiproxy_container = spec.get_wrapped_container()
+        networks.join_edge(self.toxiproxy_container.id)
+        _wait_http(f"http://{HOST}:{api_port}/version", 20.0, "Toxiproxy API")
+        self.toxiproxy = ToxiproxyClient(api_port)
+        self.events.emit(
+            "toxiproxy.start", None, port=api_port, container=self.toxiproxy_container.name
+        )
+
+    def _networks(self) -> tuple[RunNetworks, Subnet]:
+        if self.networks is None or self.subnet is None:
+            raise ClusterError("the cluster's networks are not there")
+        return self.networks, self.subnet
+
+    def _listen_port(self, link: Link) -> int:
+        """Where a link's proxy listens inside the Toxiproxy container."""
+        if link.is_client:
+            return CLIENT_PROXY_BASE + self.node_names.index(link.dest) + 1
+        peer_links = [candidate for candidate in self.links if not candidate.is_client]
+        return PEER_PROXY_BASE + peer_links.index(link) + 1
+
+    def _plan(self) -> None:
+        _, subnet = self._networks()
+        names = self.node_names
+        ports = self._take_ports(2 * len(names))
+        host_plans: list[NodePlan] = []
+        for i, name in enumerate(names):
+            node_dir = self.work_dir / "nodes" / name
+            node_dir.mkdir(parents=True, exist_ok=True)
+            host_plans.append(
+                NodePlan(
+                    name=name,
+                    amqp_port=ports[2 * i],
+                    management_port=ports[2 * i + 1],
+                    replication_port=REPLICATION_PORT,
+                    data_dir=self._host_data_dir(name, node_dir),
+                    node_dir=node_dir,
+                )
+            )
+        peers: dict[str, dict[str, str]] = {n: {} for n in names}
+        for link in self.links:
+            if not link.is_client:
+                peers[link.source][link.dest] = f"{subnet.toxiproxy}:{self._listen_port(link)}"
+        self.plan = ClusterPlan(
+            group=GROUP,
+            nodes=tuple(host_plans),
+            durability=self.durability,
+            peer_addresses=peers,
+            settings=self.group,
+        )
+
+    def _create_proxies(self) -> None:
+        """Every link's proxy, once the nodes run: until then a node dialling a peer is
+        refused at once and tries again, rather than waiting on an address not yet up."""
+        assert self.toxiproxy is not None
+        _, subnet = self._networks()
+        for link in self.links:
+            dest = subnet.node(self.node_names.index(link.dest))
+            port = AMQP_PORT if link.is_client else REPLICATION_PORT
+            self.proxies[link.name] = self.toxiproxy.create(
+                link.name, f"0.0.0.0:{self._listen_port(link)}", f"{dest}:{port}"
+            )
+
+    def _host_data_dir(self, name: str, node_dir: Path) -> Path:
+        """Where the host sees the node's data (a local engine's volume), for store listings."""
+        found = self.volumes.host_path(name) if self.volumes is not None else None
+        return found if found is not None else node_dir / "data"
+
+    def _start_nodes(self) -> None:
+        assert self.plan is not None
+        inside = ClusterPlan(
+            group=self.plan.group,
+            nodes=tuple(container_node_plan(p.name, p.node_dir) for p in self.plan.nodes),
+            durability=self.durability,
+            peer_addresses=self.plan.peer_addresses,
+            settings=self.group,
+        )
+        _, subnet = self._networks()
+        address_of = {
+            name: f"{subnet.node(i)}:{REPLICATION_PORT}" for i, name in enumerate(self.node_names)
+        }
+
+        def make(plan: NodePlan) -> NodeContainer:
+            launch = self.target.container_launch(inside, inside.node(plan.name), address_of)
+            return NodeContainer(
+                plan,
+                partial(self._create_node, plan, launch),
+                self.target,
+                self.events,
+                self.detached,
+            )
+
+        self._start_in_order(make)
+
+    def _create_node(self, plan: NodePlan, launch: ContainerLaunch) -> Container:
+        networks, subnet = self._networks()
+        spec = (
+            DockerContainer(self._images[self.target.name], name=self._name(plan.name))
+            .with_kwargs(
+                labels=self.labels.for_role("node", plan.name),
+                init=True,
+                entrypoint=list(launch.command),
+                **networks.endpoint(subnet.node(self.node_names.index(plan.name)), plan.name),
+            )
+            .with_volume_mapping(self._data_volume(plan.name), str(DATA_DIR), "rw")
+            .with_copy_into_container(launch.config, launch.config_path)
+        )
+        _publish(spec, AMQP_PORT, plan.amqp_port)
+        _publish(spec, MANAGEMENT_PORT, plan.management_port)
+        spec.start()
+        container = spec.get_wrapped_container()
+        networks.join_edge(container.id)
+        return container
+
+    def stop(self) -> None:
+        """Stop every node, then remove every container, network and volume of the run."""
+        for node in self.nodes.values():
+            with contextlib.suppress(LabError, APIError, OSError):
+                node.stop()
+        if self._client is None:
+            self._release_ports()
+            return
+        with contextlib.suppress(APIError, OSError, requests.RequestException):
+            removed = remove_run(self._client, self.run_id)
+            if self.toxiproxy_container is not None:
+                self.events.emit("toxiproxy.stop", None)
+                self.toxiproxy_container = None
+            if removed:
+                self.events.emit("docker.removed", None, run=self.run_id, removed=removed)
+        self._release_ports()
+
+    # -- what clients and faults use ---------------------------------------------------------
+
+    def client_urls(self) -> list[str]:
+        """The AMQP address of each node through its client proxy, in node order."""
+        return [f"amqp://{HOST}:{self._client_ports[n]}" for n in self.node_names]
+
+    def _run_full_gc(self, name: str, target: JvmTarget) -> str:
+        """docker exec in the node's container."""
+        node = self.node(name)
+        command = target.full_gc_command(None)
+        if node.container is None:
+            raise ClusterError(f"node {name} has no container")
+        try:
+            code, output = node.container.exec_run(command)
+        except APIError as exc:
+            raise ClusterError(f"{' '.join(command)} in {self._name(name)}: {exc}") from exc
+        text = output.decode("utf-8", "replace").strip() if output else ""
+        if code != 0:
+            raise ClusterError(f"{' '.join(command)} in {self._name(name)}: {text}")
+        return text
+
+    def fill_disk(self, name: str) -> int:
+        """Fill the node's data disk to ENOSPC with one file; return the bytes written."""
+        written = self._volumes(name).fill(name)
+        self.events.emit("disk.fill", name, bytes=written)
+        return written
+
+    def free_disk(self, name: str) -> None:
+        """Delete the fill file; nothing to do when there is none."""
+        self._volumes(name).free(name)
+        self.events.emit("disk.free", name)
+
+    def disk_free_bytes(self, name: str) -> int:
+        return self._volumes(name).free_bytes(name)
+
+    def _volumes(self, name: str) -> RunVolumes:
+        self.node(name)
+        if self.volumes is None:
+            raise ClusterError("the cluster's volumes are not there")
+        return self.volumes
+
+    filters_peer_links = True
+
+    def require_link(self, name: str) -> str:
+        ends = split_node_link(name)
+        if ends is not None and not self.target.proxied_peer_links:
+            for node in ends:
+                self.node(node)
+            if ends[0] == ends[1]:
+                raise ClusterError(f"no link named {name!r}")
+            return name
+        return super().require_link(name)
+
+    def set_link(self, name: str, enabled: bool) -> None:
+        """A proxied link through Toxiproxy; a direct node→node link by a packet filter in
+        its source node (lab.backends.docker.node_filter), both ways between the pair."""
+        ends = split_node_link(self.require_link(name))
+        if ends is None or self.target.proxied_peer_links:
+            super().set_link(name, enabled)
+            return
+        source, dest = ends
+        _, subnet = self._networks()
+        pid = self.node(source).pid
+        if pid is None:
+            if enabled:
+                return  # a node that is not running has no filter left to remove
+            raise ClusterError(f"cannot cut {name}: node {source} is not running")
+        peer = subnet.node(self.node_names.index(dest))
+        if enabled:
+            node_filter.unblock(pid, peer)
+        else:
+            node_filter.block(pid, peer)
+        self.events.emit("link.filter", source, link=name, peer=dest, enabled=enabled)
+
+    def disconnect(self, name: str) -> None:
+        """docker network disconnect: the node leaves the run's network (peers, Toxiproxy)."""
+        node = self.node(name)
+        networks, _ = self._networks()
+        if node.container is not None and networks.disconnect(node.container.id):
+            self.events.emit("network.disconnect", name, network=networks.internal)
+
+    def reconnect(self, name: str) -> None:
+        """docker network connect, at the node's own address again; idempotent."""
+        node = self.node(name)
+        networks, subnet = self._networks()
+        address = subnet.node(self.node_names.index(name))
+        if node.container is not None and networks.connect(node.container.id, address, name):
+            self.events.emit("network.connect", name, network=networks.internal)
+
+    # -- what `lab up` shows and records -----------------------------------------------------
+
+    def describe(self) -> dict[str, Any]:
+        """What `lab up` prints and saves: nodes with their client and management addresses."""
+        assert self.plan is not None
+        urls = self.client_urls()
+        return {
+            "nodes": [
+                {
+                    "name": plan.name,
+                    "amqp": url,
+                    "management": f"http://{HOST}:{plan.management_port}",
+                    "container": self._name(plan.name),
+                }
+                for plan, url in zip(self.plan.nodes, urls, strict=True)
+            ]
+        }
+
+    def pids(self) -> dict[str, int]:
+        """The containers' main processes as the engine's host sees them."""
+        found = {name: pid for name, node in self.nodes.items() if (pid := node.pid) is not None}
+        if self.toxiproxy_container is not None:
+            with contextlib.suppress(APIError, NotFound):
+                self.toxiproxy_container.reload()
+                pid = self.toxiproxy_container.attrs.get("State", {}).get("Pid")
+                if isinstance(pid, int) and pid > 0:
+                    found[TOXIPROXY] = pid
+        return found
+
+    def containers(self) -> dict[str, str]:
+        """Node (and `toxiproxy`) -> container name."""
+        found = {name: self._name(name) for name in self.nodes}
+        if self.toxiproxy_container is not None:
+            found[TOXIPROXY] = self._name(TOXIPROXY)
+        return found
+
+
+def _publish(spec: DockerContainer, container_port: int, host_port: int) -> None:
+    """Publish a container port on the host's 127.0.0.1 only (with_bind_ports binds all)."""
+    spec.ports[f"{container_port}/tcp"] = (HOST, host_port)  # type: ignore[assignment]
+
+
+def _wait_http(url: str, timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with contextlib.suppress(requests.RequestException):
+            if requests.get(url, timeout=0.5).ok:
+                return
+        time.sleep(0.05)
+    raise ClusterError(f"{what} did not answer at {url} within {timeout_s} s")

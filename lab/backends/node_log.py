@@ -1,0 +1,23 @@
+"""A node's operational log as both backends read it: each line is kept in
+`nodes/<node>/broker.log`, and a line the target can parse becomes a `broker.log` event
+and, when it reports the node's own role change, a `node.role` event."""
+
+from __future__ import annotations
+
+from typing import IO
+
+from lab.ground.events import Events
+from lab.targets.protocol import Target
+
+__all__ = ["take_log_line"]
+
+
+def take_log_line(line: str, log: IO[str], target: Target, events: Events, node: str) -> None:
+    log.write(line)
+    record = target.parse_log_line(line)
+    if record is None:
+        return
+    events.emit("broker.log", node, code=record.code, level=record.level, text=record.text)
+    change = record.role_change
+    if change is not None:
+        events.emit("node.role", node, role=change[1], previous=change[0])

@@ -1,0 +1,183 @@
+"""The process backend: Toxiproxy and every node as local processes on 127.0.0.1."""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from lab.backends.base import ClusterBase
+from lab.backends.process.node import NodeProcess, popen_options
+from lab.backends.toxiproxy import ProxyInfo, ToxiproxyClient, start_server
+from lab.ground.errors import LabError
+from lab.ground.events import Events, NoEvents
+from lab.ground.ports import HOST, require_free
+from lab.ground.spec import Durability, GroupSettings, Topology
+from lab.ground.topology import Link, client_link, links_for
+from lab.targets.protocol import ClusterPlan, JvmTarget, NodePlan, Target, run_command
+
+__all__ = ["ProcessCluster"]
+
+GROUP = "lab"
+
+
+class ProcessCluster(ClusterBase[NodeProcess]):
+    """A group of nodes behind Toxiproxy, as local processes.
+
+    `start` either brings everything up or stops what it started and raises.
+    `stop` is idempotent and safe to call from `finally`.
+    """
+
+    backend = "process"
+
+    def __init__(
+        self,
+        topology: Topology,
+        durability: Durability,
+        target: Target,
+        work_dir: Path,
+        *,
+        events: Events | None = None,
+        detached: bool = False,
+        toxiproxy_port: int | None = None,
+        group: GroupSettings | None = None,
+    ) -> None:
+        self.topology = topology
+        self.durability = durability
+        self.group = group or GroupSettings()
+        self.target = target
+        self.work_dir = work_dir.resolve()
+        self.events: Events = events or NoEvents()
+        self.detached = detached
+        self._toxiproxy_port = toxiproxy_port
+        self.toxiproxy_proc: subprocess.Popen[bytes] | None = None
+        self.toxiproxy: ToxiproxyClient | None = None
+        self.links: tuple[Link, ...] = links_for(topology.node_names, target.proxied_peer_links)
+        self.proxies: dict[str, ProxyInfo] = {}
+        self.nodes: dict[str, NodeProcess] = {}
+        self.plan: ClusterPlan | None = None
+        self._reserved: list[int] = []
+
+    # -- life cycle ---------------------------------------------------------------------------
+
+    def start(self, timeout_s: float | None = None) -> str:
+        """Start Toxiproxy, the proxies and the nodes; wait for a master; return its name."""
+        try:
+            self.target.prepare()
+            self._start_toxiproxy()
+            self._plan_and_proxy()
+            self._start_nodes()
+            return self.wait_ready(timeout_s or self.target.ready_timeout_s)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start_toxiproxy(self) -> None:
+        if self._toxiproxy_port is not None:
+            require_free(self._toxiproxy_port, "Toxiproxy API", "--toxiproxy-port")
+            port = self._toxiproxy_port
+        else:
+            port = self._take_ports(1)[0]
+        self.toxiproxy_proc = start_server(
+            port,
+            self.work_dir / "toxiproxy.log",
+            popen_extra=popen_options(self.detached),
+        )
+        self.toxiproxy = ToxiproxyClient(port)
+        self.events.emit("toxiproxy.start", None, port=port, pid=self.toxiproxy_proc.pid)
+
+    def _plan_and_proxy(self) -> None:
+        assert self.toxiproxy is not None
+        names = self.topology.node_names
+        ports = self._take_ports(3 * len(names) + len(self.links))
+        node_plans = []
+        for i, name in enumerate(names):
+            node_dir = self.work_dir / "nodes" / name
+            node_dir.mkdir(parents=True, exist_ok=True)
+            node_plans.append(
+                NodePlan(
+                    name=name,
+                    amqp_port=ports[3 * i],
+                    management_port=ports[3 * i + 1],
+                    replication_port=ports[3 * i + 2],
+                    data_dir=node_dir / "data",
+                    node_dir=node_dir,
+                )
+            )
+        by_name = {p.name: p for p in node_plans}
+        listen_ports = ports[3 * len(names) :]
+        peers: dict[str, dict[str, str]] = {n: {} for n in names}
+        for link, listen_port in zip(self.links, listen_ports, strict=True):
+            dest = by_name[link.dest]
+            upstream_port = dest.amqp_port if link.is_client else dest.replication_port
+            info = self.toxiproxy.create(
+                link.name, f"{HOST}:{listen_port}", f"{HOST}:{upstream_port}"
+            )
+            self.proxies[link.name] = info
+            if not link.is_client:
+                peers[link.source][link.dest] = info.listen
+        self.plan = ClusterPlan(
+            group=GROUP,
+            nodes=tuple(node_plans),
+            durability=self.durability,
+            peer_addresses=peers,
+            settings=self.group,
+        )
+
+    def _start_nodes(self) -> None:
+        assert self.plan is not None
+        cluster = self.plan
+
+        def make(plan: NodePlan) -> NodeProcess:
+            command = self.target.command(cluster, plan)
+            return NodeProcess(plan, command, self.target, self.events, self.detached)
+
+        self._start_in_order(make)
+
+    def stop(self) -> None:
+        """Stop every node and Toxiproxy; never raises for what is already gone."""
+        for node in self.nodes.values():
+            with contextlib.suppress(OSError, LabError):
+                node.stop()
+        if self.toxiproxy_proc is not None and self.toxiproxy_proc.poll() is None:
+            self.toxiproxy_proc.terminate()
+            try:
+                self.toxiproxy_proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.toxiproxy_proc.kill()
+                self.toxiproxy_proc.wait()
+            self.events.emit("toxiproxy.stop", None)
+        self._release_ports()
+
+    # -- what clients and faults use ---------------------------------------------------------
+
+    def _run_full_gc(self, name: str, target: JvmTarget) -> str:
+        return run_command(target.full_gc_command(self.node(name).pid))
+
+    def client_urls(self) -> list[str]:
+        """The AMQP address of each node through its client proxy, in node order."""
+        return [
+            f"amqp://{HOST}:{self.proxies[client_link(n)].listen_port}" for n in self.node_names
+        ]
+
+    def describe(self) -> dict[str, Any]:
+        """What `lab up` prints and saves: nodes with their client and management addresses."""
+        assert self.plan is not None
+        urls = self.client_urls()
+        return {
+            "nodes": [
+                {
+                    "name": plan.name,
+                    "amqp": url,
+                    "management": f"http://{HOST}:{plan.management_port}",
+                }
+                for plan, url in zip(self.plan.nodes, urls, strict=True)
+            ]
+        }
+
+    def pids(self) -> dict[str, int]:
+        found = {name: node.pid for name, node in self.nodes.items() if node.pid is not None}
+        if self.toxiproxy_proc is not None:
+            found["toxiproxy"] = self.toxiproxy_proc.pid
+        return found

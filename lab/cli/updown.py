@@ -1,0 +1,153 @@
+"""`lab up` and `lab down`: a cluster that outlives the command, recorded in a state file."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+from lab.backends.catalog import Cluster, make_cluster
+from lab.ground.errors import ClusterError, InputError, UsageError
+from lab.ground.spec import Durability, Topology
+from lab.run.folder import write_json
+
+__all__ = ["cluster_down", "cluster_up"]
+
+STATE_FILE = "cluster.json"
+
+
+def _state_path(state_dir: Path) -> Path:
+    return state_dir / STATE_FILE
+
+
+def cluster_up(
+    state_dir: Path,
+    *,
+    nodes: int,
+    backend: str,
+    target: str,
+    toxiproxy_port: int | None,
+    timeout_s: float = 30.0,
+) -> dict[str, Any]:
+    """Start a cluster detached from this process; return what `lab up` prints."""
+    state = _state_path(state_dir)
+    if state.exists():
+        raise UsageError(f"a cluster is already up (see {state}); run `lab down` first")
+    work_dir = state_dir / "cluster"
+    work_dir.mkdir(parents=True, exist_ok=True)
+    cluster = make_cluster(
+        backend,
+        target,
+        Topology(nodes=nodes),
+        Durability(),
+        work_dir,
+        detached=True,
+        toxiproxy_port=toxiproxy_port,
+    )
+    cluster.start(timeout_s=timeout_s)
+    described = cluster.describe()
+    write_json(
+        state,
+        {
+            **described,
+            "backend": backend,
+            "target": target,
+            "work_dir": str(work_dir),
+            "toxiproxy_api": f"http://127.0.0.1:{cluster.proxy_client().port}",
+            "links": sorted(cluster.proxies),
+            "pids": cluster.pids(),
+            **_docker_record(cluster),
+        },
+    )
+    return described
+
+
+def _docker_record(cluster: Cluster) -> dict[str, Any]:
+    """A docker cluster's run id (its containers' label) and container names."""
+    if cluster.backend != "docker":
+        return {}
+    from lab.backends.docker.cluster import DockerCluster
+
+    assert isinstance(cluster, DockerCluster)
+    return {"docker_run": cluster.run_id, "containers": cluster.containers()}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _ours(pid: int, work_dir: str, name: str) -> bool:
+    """Only signal a process whose command line shows it is the one we started."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return False
+    return work_dir in cmdline or (name == "toxiproxy" and "toxiproxy-server" in cmdline)
+
+
+def cluster_down(state_dir: Path, timeout_s: float = 5.0) -> list[str]:
+    """Stop what `lab up` started; return the names stopped. No state file: nothing to do."""
+    state = _state_path(state_dir)
+    if not state.exists():
+        return _reap_docker_leftovers()
+    try:
+        recorded = json.loads(state.read_text(encoding="utf-8"))
+        if recorded.get("backend") == "docker":
+            return _docker_down(state, str(recorded["docker_run"]), Path(recorded["work_dir"]))
+        pids = {str(k): int(v) for k, v in recorded["pids"].items()}
+        work_dir = str(recorded["work_dir"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise InputError(f"{state}: cannot read the cluster state: {exc}") from exc
+    stopped: list[str] = []
+    for name, pid in pids.items():
+        if _alive(pid) and _ours(pid, work_dir, name):
+            os.kill(pid, signal.SIGCONT)
+            os.kill(pid, signal.SIGTERM)
+            stopped.append(name)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and any(
+        _alive(pids[n]) and _ours(pids[n], work_dir, n) for n in stopped
+    ):
+        time.sleep(0.05)
+    for name in stopped:
+        pid = pids[name]
+        if _alive(pid) and _ours(pid, work_dir, name):
+            os.kill(pid, signal.SIGKILL)
+    for name in stopped:
+        _reap(pids[name])
+    if any(_alive(pids[n]) and _ours(pids[n], work_dir, n) for n in stopped):
+        raise ClusterError("some processes of the cluster would not stop")
+    state.unlink()
+    return stopped
+
+
+def _docker_down(state: Path, run_id: str, work_dir: Path) -> list[str]:
+    from lab.backends.docker.reaper import down
+
+    removed = down(run_id, work_dir)
+    state.unlink()
+    return removed
+
+
+def _reap_docker_leftovers() -> list[str]:
+    """Containers of runs whose lab process died, where Docker is there to ask."""
+    try:
+        from lab.backends.docker.reaper import reap_leftovers
+    except ImportError:
+        return []
+    return [f"leftover run {run_id}" for run_id in reap_leftovers()]
+
+
+def _reap(pid: int) -> None:
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)

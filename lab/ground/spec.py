@@ -1,0 +1,222 @@
+"""The run spec: frozen data that says everything needed to run a scenario again."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from lab import __version__
+from lab.ground.errors import InputError, UsageError
+from lab.ground.faultops import FaultOp, ops_from_json
+
+__all__ = [
+    "BACKENDS",
+    "TARGETS",
+    "Durability",
+    "GroupSettings",
+    "RunSpec",
+    "Topology",
+    "Workload",
+    "git_revision",
+    "parse_seed",
+]
+
+BACKENDS = ("process", "docker")
+TARGETS = ("broker_ref", "qpid-broker-j")
+SPEC_VERSION = 1
+MAX_SEED = 2**63 - 1
+
+SyncPolicy = Literal["SYNC", "WRITE_NO_SYNC", "NO_SYNC"]
+AckPolicy = Literal["ALL", "SIMPLE_MAJORITY", "NONE"]
+SYNC_POLICIES: tuple[SyncPolicy, ...] = ("SYNC", "WRITE_NO_SYNC", "NO_SYNC")
+ACK_POLICIES: tuple[AckPolicy, ...] = ("ALL", "SIMPLE_MAJORITY", "NONE")
+
+
+@dataclass(frozen=True)
+class Topology:
+    """How many nodes; each node name is n1, n2, …"""
+
+    nodes: int = 1
+
+    @property
+    def node_names(self) -> tuple[str, ...]:
+        return tuple(f"n{i}" for i in range(1, self.nodes + 1))
+
+
+@dataclass(frozen=True)
+class Durability:
+    """The durability triplet of the seeds, plus coalescing-sync."""
+
+    master_sync: SyncPolicy = "NO_SYNC"
+    replica_sync: SyncPolicy = "NO_SYNC"
+    ack_policy: AckPolicy = "SIMPLE_MAJORITY"
+    coalescing_sync: bool = True
+
+    def __post_init__(self) -> None:
+        if self.master_sync not in SYNC_POLICIES or self.replica_sync not in SYNC_POLICIES:
+            raise UsageError(
+                f"bad durability {self.triplet}: sync policies are {', '.join(SYNC_POLICIES)}"
+            )
+        if self.ack_policy not in ACK_POLICIES:
+            raise UsageError(
+                f"bad durability {self.triplet}: ack policies are {', '.join(ACK_POLICIES)}"
+            )
+        if self.master_sync == "SYNC" and self.coalescing_sync:
+            # The seeds: SYNC on the master with coalescing-sync "cannot be used".
+            raise UsageError(
+                f"durability {self.triplet} with coalescing-sync cannot be used "
+                "(master sync policy SYNC needs --no-coalescing)"
+            )
+
+    @property
+    def triplet(self) -> str:
+        return f"{self.master_sync},{self.replica_sync},{self.ack_policy}"
+
+    @staticmethod
+    def parse(triplet: str, coalescing_sync: bool = True) -> Durability:
+        """`MASTER_SYNC,REPLICA_SYNC,ACK_POLICY` as the seeds write it."""
+        parts = [part.strip().upper() for part in triplet.split(",")]
+        if len(parts) != 3:
+            raise UsageError(
+                f"bad durability {triplet!r}: give <master sync>,<replica sync>,<ack policy>, "
+                "e.g. NO_SYNC,NO_SYNC,SIMPLE_MAJORITY"
+            )
+        return Durability(parts[0], parts[1], parts[2], coalescing_sync)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class GroupSettings:
+    """The HA group's node attributes and timings (the seeds' names in brackets).
+
+    `priority` maps a node to 0..3 (Never, Normal, High, Highest; unlisted nodes
+    are Normal); `designated_primary` lists the nodes set true (groups of two only);
+    `rep_stream_timeout_s` is how long a master keeps the log a missing replica
+    needs (je.rep.repStreamTimeout); `insufficient_replicas_timeout_s` is how long
+    a commit waits for its replicas (je.rep.insufficientReplicasTimeout).
+    """
+
+    priority: Mapping[str, int] = field(default_factory=dict)
+    designated_primary: tuple[str, ...] = ()
+    quorum_override: int = 0
+    heartbeat_interval_s: float = 0.1
+    election_timeout_s: float = 0.6
+    insufficient_replicas_timeout_s: float = 5.0
+    rep_stream_timeout_s: float = 3600.0
+
+    def priority_of(self, node: str) -> int:
+        return int(self.priority.get(node, 1))
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["priority"] = dict(self.priority)
+        out["designated_primary"] = list(self.designated_primary)
+        return out
+
+    @staticmethod
+    def from_json(raw: Mapping[str, Any]) -> GroupSettings:
+        fields = dict(raw)
+        fields["priority"] = {str(k): int(v) for k, v in dict(fields.get("priority", {})).items()}
+        fields["designated_primary"] = tuple(str(n) for n in fields.get("designated_primary", ()))
+        return GroupSettings(**fields)
+
+
+@dataclass(frozen=True)
+class Workload:
+    """The client workload: producers and consumers on one queue."""
+
+    producers: int = 1
+    consumers: int = 1
+    rate: float = 200.0
+    size: int = 100
+    window: int = 100
+    duration_s: float = 12.0
+    queue: str = "lab"
+    drain_timeout_s: float = 30.0
+    # False: consumers start only when the load is over, and drain (messages wait in the queue,
+    # so a broker that drops acknowledged ones cannot hide it behind fast consumers).
+    consume_during_load: bool = True
+    # True: producer p<i> tries node n<i> first (its URL list rotated), so clients reach
+    # different nodes when more than one will take them.
+    spread_producers: bool = False
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    scenario: str
+    seed: int
+    target: str = "broker_ref"
+    backend: str = "process"
+    topology: Topology = field(default_factory=Topology)
+    durability: Durability = field(default_factory=Durability)
+    workload: Workload = field(default_factory=Workload)
+    group: GroupSettings = field(default_factory=GroupSettings)
+    schedule: tuple[FaultOp, ...] = ()
+    lab_version: str = __version__
+    git_revision: str | None = None
+
+    def with_schedule(self, schedule: tuple[FaultOp, ...]) -> RunSpec:
+        return replace(self, schedule=schedule)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "v": SPEC_VERSION,
+            "scenario": self.scenario,
+            "seed": self.seed,
+            "target": self.target,
+            "backend": self.backend,
+            "topology": asdict(self.topology),
+            "durability": asdict(self.durability),
+            "workload": asdict(self.workload),
+            "group": self.group.to_json(),
+            "schedule": [op.to_json() for op in self.schedule],
+            "lab_version": self.lab_version,
+            "git_revision": self.git_revision,
+        }
+
+    @staticmethod
+    def from_json(raw: Mapping[str, Any], source: Path) -> RunSpec:
+        try:
+            return RunSpec(
+                scenario=str(raw["scenario"]),
+                seed=parse_seed(str(raw["seed"])),
+                target=str(raw.get("target", "broker_ref")),
+                backend=str(raw.get("backend", "process")),
+                topology=Topology(**raw.get("topology", {})),
+                durability=Durability(**raw.get("durability", {})),
+                workload=Workload(**raw.get("workload", {})),
+                group=GroupSettings.from_json(raw.get("group", {})),
+                schedule=ops_from_json(list(raw.get("schedule", []))),
+                lab_version=str(raw.get("lab_version", __version__)),
+                git_revision=raw.get("git_revision"),
+            )
+        except (KeyError, TypeError, ValueError, UsageError) as exc:
+            raise InputError(f"{source}: not a valid run spec: {exc}") from exc
+
+
+def parse_seed(text: str) -> int:
+    """A seed is a non-negative integer below 2**63."""
+    try:
+        seed = int(text, 10)
+    except ValueError:
+        raise UsageError(f"bad seed {text!r}: must be a non-negative integer") from None
+    if not 0 <= seed <= MAX_SEED:
+        raise UsageError(f"bad seed {text!r}: must be between 0 and {MAX_SEED}")
+    return seed
+
+
+def git_revision(root: Path) -> str | None:
+    """The lab checkout's git revision, or None outside a git checkout."""
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None

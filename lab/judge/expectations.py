@@ -1,0 +1,170 @@
+"""What a prediction asserts beyond lost and duplicated messages, each a small frozen value.
+
+    LogSeen(code, node=None, after=None)     an operational-log code was written (HA-1014 …)
+    RoleAtEnd(node, role)                    the node's role when the run ended
+    ServiceStopped(start, end, slack_s)      no acknowledged send in [start + slack, end]
+    ServiceContinued(start, end, max_gap_s)  no gap between acknowledged sends above max_gap_s
+    ServiceResumed(after, within_s)          an acknowledged send within within_s of `after`
+
+Nodes and moments are references (lab.judge.facts): `n2`, `f1`, `master@f1`; `f1:start`.
+Service is read from the run's unavailability windows (gaps between acknowledged sends
+longer than the metrics' threshold, 1 s) during the load.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from lab.judge.facts import RunFacts
+from lab.judge.metrics import Window
+
+__all__ = [
+    "Expectation",
+    "LogSeen",
+    "RoleAtEnd",
+    "ServiceContinued",
+    "ServiceResumed",
+    "ServiceStopped",
+]
+
+
+class Expectation(Protocol):
+    def unmet(self, facts: RunFacts) -> str | None:
+        """None when the run shows it; else the reason, naming what was seen.
+        May raise UnknownReference when the run never reached the fault it names."""
+        ...
+
+
+def _windows(facts: RunFacts) -> tuple[Window, ...]:
+    return facts.metrics.unavailable_windows
+
+
+OWN_CODE_PREFIX = "REF-"  # broker_ref's codes beside Broker-J's (broker_ref/oplog.py)
+UNCHECKABLE = "cannot be checked:"
+
+
+def _shown(windows: tuple[Window, ...]) -> str:
+    if not windows:
+        return "no gap over the threshold"
+    return ", ".join(f"{w.start_s:.2f}–{w.end_s:.2f} s" for w in windows)
+
+
+@dataclass(frozen=True)
+class LogSeen:
+    code: str
+    node: str | None = None
+    after: str | None = None
+
+    def unmet(self, facts: RunFacts) -> str | None:
+        node = None if self.node is None else facts.node(self.node)
+        since = None if self.after is None else facts.moment(self.after)
+        if self.code.startswith(OWN_CODE_PREFIX) and facts.target.name != "broker_ref":
+            return (
+                f"{UNCHECKABLE} {self.code} is broker_ref's own log code; {facts.target.name} "
+                "writes none for this event, so its logs cannot show it"
+            )
+        for line in facts.logs:
+            if line.code != self.code:
+                continue
+            if node is not None and line.node != node:
+                continue
+            if since is not None and line.time_s < since:
+                continue
+            return None
+        where = "" if node is None else f" on {node}"
+        when = "" if self.after is None else f" after {self.after}"
+        seen = sorted({f"{line.node}" for line in facts.logs if line.code == self.code})
+        also = f" (it was written by {', '.join(seen)})" if seen else ""
+        return f"no {self.code}{where}{when} in the operational logs{also}"
+
+
+@dataclass(frozen=True)
+class RoleAtEnd:
+    node: str
+    role: str
+
+    def unmet(self, facts: RunFacts) -> str | None:
+        name = facts.node(self.node)
+        role = facts.final_roles.get(name)
+        if role == self.role:
+            return None
+        return f"{name} ({self.node}) ended as {role or 'no answer'}, expected {self.role}"
+
+
+@dataclass(frozen=True)
+class ServiceStopped:
+    """No acknowledged send from `start` (+ slack: commits already in flight) to `end`
+    (- end slack: the lab records a heal once its command returns, and `docker unpause`
+    returns a little after the node runs again)."""
+
+    start: str
+    end: str
+    slack_s: float = 0.5
+    end_slack_s: float = 0.25
+
+    def unmet(self, facts: RunFacts) -> str | None:
+        a = facts.moment(self.start) + self.slack_s
+        b = min(facts.moment(self.end) - self.end_slack_s, facts.metrics.load_end_s)
+        if b <= a:
+            return None
+        windows = _windows(facts)
+        if any(w.start_s <= a and w.end_s >= b for w in windows):
+            return None
+        return (
+            f"service did not stop from {self.start} (+{self.slack_s:g} s) to {self.end} "
+            f"(-{self.end_slack_s:g} s) "
+            f"({a:.2f}–{b:.2f} s): messages were acknowledged; gaps: {_shown(windows)}"
+        )
+
+
+@dataclass(frozen=True)
+class ServiceContinued:
+    start: str
+    end: str
+    max_gap_s: float = 2.0
+
+    def unmet(self, facts: RunFacts) -> str | None:
+        a = facts.moment(self.start)
+        b = min(facts.moment(self.end), facts.metrics.load_end_s)
+        long = tuple(
+            w
+            for w in _windows(facts)
+            if w.start_s < b and w.end_s > a and w.seconds > self.max_gap_s
+        )
+        if not long:
+            return None
+        return (
+            f"service was interrupted between {self.start} and {self.end} "
+            f"(gaps over {self.max_gap_s:g} s: {_shown(long)})"
+        )
+
+
+@dataclass(frozen=True)
+class ServiceResumed:
+    after: str
+    within_s: float
+
+    def unmet(self, facts: RunFacts) -> str | None:
+        m = facts.moment(self.after)
+        metrics = facts.metrics
+        gap = next((w for w in _windows(facts) if w.start_s <= m < w.end_s), None)
+        if gap is None:  # the next acknowledged send came within the threshold
+            return None
+        if gap.end_s >= metrics.load_end_s - 1e-3:
+            return f"service had not resumed {metrics.load_end_s - m:.2f} s after {self.after}"
+        waited = gap.end_s - m
+        election = facts.target.election_allowance_s
+        restart = facts.target.restart_allowance_s if facts.after_restart(self.after) else 0.0
+        bound = self.within_s + election + restart
+        if waited <= bound:
+            return None
+        parts = [f"{self.within_s:g} s"]
+        if election:
+            parts.append(f"the target's election allowance {election:g} s")
+        if restart:
+            parts.append(f"its restart allowance {restart:g} s")
+        allowance = f" ({' + '.join(parts)})" if len(parts) > 1 else ""
+        return f"service resumed {waited:.2f} s after {self.after}, expected within {bound:g} s" + (
+            allowance
+        )

@@ -1,0 +1,137 @@
+"""What a run showed, gathered once from its events and figures for the judge.
+
+Nodes are referred to as a scenario writes them before the run, when roles are not
+yet known: `n2` (a node by name), `f1` (the node fault f1 was applied to, after
+`@master` / `@replica` were resolved) or `master@f1` (the node that was MASTER when
+f1 was applied). Moments are `f1:start` and `f1:end`, in seconds since the run began.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from lab.judge.metrics import NS, RunMetrics
+from lab.targets.protocol import Target
+
+__all__ = ["BROKER_REF", "FaultFacts", "LogLine", "RunFacts", "TargetTraits", "UnknownReference"]
+
+
+class UnknownReference(Exception):
+    """A node or moment reference names a fault that did not happen (or never healed)."""
+
+
+@dataclass(frozen=True)
+class FaultFacts:
+    id: str
+    fault: str
+    target: str
+    start_s: float
+    end_s: float | None = None
+    roles: Mapping[str, str | None] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class LogLine:
+    time_s: float
+    node: str
+    code: str
+    text: str
+
+
+@dataclass(frozen=True)
+class TargetTraits:
+    """What a verdict needs of the target: its name (whose log codes its nodes write) and
+    how much longer than broker_ref's, for which the predictions' bounds are set, its
+    elections and its nodes' restarts take."""
+
+    name: str = "broker_ref"
+    election_allowance_s: float = 0.0
+    restart_allowance_s: float = 0.0
+
+    @staticmethod
+    def of(target: Target) -> TargetTraits:
+        return TargetTraits(target.name, target.election_allowance_s, target.restart_allowance_s)
+
+
+BROKER_REF = TargetTraits()  # the target the predictions' bounds are set for
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    faults: Mapping[str, FaultFacts]
+    logs: tuple[LogLine, ...]
+    final_roles: Mapping[str, str | None]
+    metrics: RunMetrics
+    target: TargetTraits = BROKER_REF
+
+    @staticmethod
+    def gather(
+        events: Iterable[Mapping[str, Any]],
+        metrics: RunMetrics,
+        target: TargetTraits = BROKER_REF,
+    ) -> RunFacts:
+        starts: dict[str, FaultFacts] = {}
+        ends: dict[str, float] = {}
+        logs: list[LogLine] = []
+        final: dict[str, str | None] = {}
+        for e in sorted(events, key=lambda e: int(e.get("time", 0))):
+            kind = e.get("kind")
+            time_s = int(e.get("time", 0)) / NS
+            if kind == "fault.start" and "id" in e:
+                starts[str(e["id"])] = FaultFacts(
+                    id=str(e["id"]),
+                    fault=str(e.get("fault")),
+                    target=str(e.get("target")),
+                    start_s=time_s,
+                    roles=dict(e.get("roles") or {}),
+                )
+            elif kind == "fault.end" and "id" in e and "error" not in e:
+                ends[str(e["id"])] = time_s
+            elif kind == "broker.log" and e.get("node"):
+                logs.append(
+                    LogLine(time_s, str(e["node"]), str(e.get("code")), str(e.get("text", "")))
+                )
+            elif kind == "node.status" and e.get("node"):
+                final[str(e["node"])] = e.get("role")
+        faults = {
+            i: FaultFacts(f.id, f.fault, f.target, f.start_s, ends.get(i), f.roles)
+            for i, f in starts.items()
+        }
+        return RunFacts(faults, tuple(logs), final, metrics, target)
+
+    def fault(self, fault_id: str) -> FaultFacts:
+        try:
+            return self.faults[fault_id]
+        except KeyError:
+            raise UnknownReference(f"fault {fault_id} was never applied") from None
+
+    def node(self, ref: str) -> str:
+        """The node name a reference stands for."""
+        if ref.startswith("master@"):
+            found = self.fault(ref.removeprefix("master@"))
+            masters = [n for n, r in found.roles.items() if r == "MASTER"]
+            if len(masters) != 1:
+                raise UnknownReference(f"{ref}: {len(masters)} masters when {found.id} began")
+            return masters[0]
+        if ref in self.faults or (ref.startswith("f") and ref[1:].isdigit()):
+            return self.fault(ref).target
+        return ref
+
+    def after_restart(self, ref: str) -> bool:
+        """Whether `ref` is the end of a kill (the moment the node is started again)."""
+        fault_id, _, edge = ref.partition(":")
+        return edge == "end" and self.fault(fault_id).fault == "kill"
+
+    def moment(self, ref: str) -> float:
+        """Seconds since the run began for `f1:start` / `f1:end`."""
+        fault_id, _, edge = ref.partition(":")
+        found = self.fault(fault_id)
+        if edge == "start":
+            return found.start_s
+        if edge == "end":
+            if found.end_s is None:
+                raise UnknownReference(f"fault {fault_id} was never healed")
+            return found.end_s
+        raise UnknownReference(f"bad moment {ref!r}: write f1:start or f1:end")

@@ -1,0 +1,1 @@
+"""Reporting a run to people: Allure results, the Allure HTML report, the timeline chart."""

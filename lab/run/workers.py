@@ -1,0 +1,178 @@
+"""Client workers as child processes; their operations flow into the one history writer.
+
+Each worker prints operations as JSON lines on stdout; a reader thread here hands
+them to the HistoryRecorder, which numbers them. Commands go to the worker's
+stdin (`stop`, `drain`); closing stdin tells it to exit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from lab.backends.process.node import popen_options
+from lab.ground.events import Events
+from lab.ground.spec import Workload
+from lab.run.folder import HistoryRecorder
+
+__all__ = ["WorkerPlan", "WorkerProcess", "worker_plans"]
+
+
+@dataclass(frozen=True)
+class WorkerPlan:
+    process: str  # "p1", "c1", …
+    role: str  # "producer" or "consumer"
+    argv: tuple[str, ...]
+
+
+def _failover_list(urls: list[str], nodes: tuple[str, ...], first: int) -> tuple[str, ...]:
+    """The URL list and its nodes, rotated to begin at index `first`."""
+    k = first % len(urls) if urls else 0
+    return ("--urls", ",".join(urls[k:] + urls[:k]), "--nodes", ",".join(nodes[k:] + nodes[:k]))
+
+
+def worker_plans(
+    workload: Workload, urls: list[str], nodes: tuple[str, ...], run_start_ns: int
+) -> tuple[WorkerPlan, ...]:
+    """Consumers, then producers. With `spread_producers`, producer p<i> tries node i first."""
+    rest = ("--queue", workload.queue, "--run-start-ns", str(run_start_ns))
+    common = (*_failover_list(urls, nodes, 0), *rest)
+    producers = tuple(
+        WorkerPlan(
+            f"p{i}",
+            "producer",
+            (
+                sys.executable,
+                "-m",
+                "clients.producer",
+                "--process",
+                f"p{i}",
+                *(
+                    (*_failover_list(urls, nodes, i - 1), *rest)
+                    if workload.spread_producers
+                    else common
+                ),
+                "--rate",
+                str(workload.rate),
+                "--size",
+                str(workload.size),
+                "--window",
+                str(workload.window),
+            ),
+        )
+        for i in range(1, workload.producers + 1)
+    )
+    consumers = tuple(
+        WorkerPlan(
+            f"c{i}",
+            "consumer",
+            (
+                sys.executable,
+                "-m",
+                "clients.consumer",
+                "--process",
+                f"c{i}",
+                *common,
+                "--drain-timeout",
+                str(workload.drain_timeout_s),
+            ),
+        )
+        for i in range(1, workload.consumers + 1)
+    )
+    return consumers + producers
+
+
+class WorkerProcess:
+    def __init__(
+        self, plan: WorkerPlan, recorder: HistoryRecorder, log_dir: Path, events: Events
+    ) -> None:
+        self.plan = plan
+        self.recorder = recorder
+        self.log_path = log_dir / f"{plan.process}.log"
+        self.events = events
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._reader: threading.Thread | None = None
+        self.garbage = 0
+
+    def start(self) -> None:
+        """Start the worker process; a worker already started is left as it is."""
+        if self.proc is not None:
+            return
+        with self.log_path.open("ab") as err:
+            self.proc = subprocess.Popen(
+                list(self.plan.argv),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=err,
+                **popen_options(False),
+            )
+        assert self.proc.stdout is not None
+        self._reader = threading.Thread(
+            target=self._pump,
+            args=(self.proc.stdout,),
+            name=f"worker-{self.plan.process}",
+            daemon=True,
+        )
+        self._reader.start()
+        self.events.emit("worker.start", None, process=self.plan.process, role=self.plan.role)
+
+    def _pump(self, stream: IO[bytes]) -> None:
+        for raw in stream:
+            try:
+                op = json.loads(raw)
+            except ValueError:
+                self.garbage += 1
+                continue
+            if isinstance(op, dict):
+                self.recorder.record(op)
+
+    def command(self, text: str) -> None:
+        if self.proc is None or self.proc.stdin is None or self.proc.poll() is not None:
+            return
+        with contextlib.suppress(OSError):
+            self.proc.stdin.write(text.encode() + b"\n")
+            self.proc.stdin.flush()
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def wait(self, timeout_s: float) -> bool:
+        """Wait for the worker to exit by itself; True if it did."""
+        if self.proc is None:
+            return True
+        try:
+            self.proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            return False
+        self._join()
+        return True
+
+    def terminate(self) -> None:
+        """Close its stdin (it exits at EOF), then insist."""
+        if self.proc is None:
+            return
+        if self.proc.stdin is not None:
+            with contextlib.suppress(OSError):
+                self.proc.stdin.close()
+        if self.proc.poll() is None:
+            try:
+                self.proc.wait(timeout=3)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._join()
+        self.events.emit(
+            "worker.stop", None, process=self.plan.process, status=self.proc.returncode
+        )
+
+    def _join(self) -> None:
+        if self._reader is not None:
+            self._reader.join(timeout=5)
+            self._reader = None

@@ -1,0 +1,121 @@
+"""The reference broker as a target: `python -m broker_ref --config node.json`.
+
+Each node's configuration names its peers by the Toxiproxy proxy it dials
+(`<self>_to_<peer>`), so every node→node link can be cut or slowed; a group of
+one node has no peers and behaves as a standalone broker.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from lab.ground.errors import UsageError
+from lab.ground.ports import HOST
+from lab.targets.management import Credentials
+from lab.targets.protocol import (
+    ClusterPlan,
+    ContainerLaunch,
+    LogRecord,
+    NodePlan,
+    RestManagement,
+    parse_oplog_line,
+)
+
+__all__ = ["CONTAINER_CONFIG", "GROUP_SIZES", "BrokerRefTarget", "check_plan", "node_config"]
+
+GROUP_SIZES = (1, 2, 3, 5)
+CONTAINER_CONFIG = "/etc/lab/node.json"
+
+
+def node_config(
+    cluster: ClusterPlan, node: NodePlan, credentials: Credentials, host: str = HOST
+) -> dict[str, Any]:
+    """The JSON configuration of one node of the group; it listens on `host`."""
+    settings = cluster.settings
+    peers = dict(cluster.peer_addresses.get(node.name, {}))
+    return {
+        "name": node.name,
+        "group": cluster.group,
+        "host": host,
+        "amqp_port": node.amqp_port,
+        "management_port": node.management_port,
+        "replication_port": node.replication_port,
+        "data_dir": str(node.data_dir),
+        "peers": peers,
+        "permitted_nodes": list(cluster.names),
+        "priority": settings.priority_of(node.name),
+        "designated_primary": node.name in settings.designated_primary,
+        "quorum_override": settings.quorum_override,
+        "durability": cluster.durability.triplet,
+        "coalescing_sync": cluster.durability.coalescing_sync,
+        "heartbeat_interval_s": settings.heartbeat_interval_s,
+        "election_timeout_s": settings.election_timeout_s,
+        "insufficient_replicas_timeout_s": settings.insufficient_replicas_timeout_s,
+        "rep_stream_timeout_s": settings.rep_stream_timeout_s,
+        "idle_timeout_s": 2.0,
+        "management_user": credentials.user,
+        "management_password": credentials.password,
+    }
+
+
+def check_plan(cluster: ClusterPlan) -> None:
+    """Refuse a group broker_ref cannot form, before anything starts."""
+    size = len(cluster.nodes)
+    if size not in GROUP_SIZES:
+        raise UsageError(
+            f"broker_ref runs groups of {', '.join(map(str, GROUP_SIZES))} nodes, not {size}"
+        )
+    settings = cluster.settings
+    unknown = sorted(
+        n for n in (*settings.priority, *settings.designated_primary) if n not in cluster.names
+    )
+    if unknown:
+        raise UsageError(f"group settings name unknown nodes: {', '.join(unknown)}")
+    if settings.designated_primary and size != 2:
+        raise UsageError("designated primary applies only to a group of two nodes (the seeds)")
+    if len(settings.designated_primary) > 1:
+        raise UsageError("designating both nodes primary is refused at start-up (the seeds)")
+    if any(not 0 <= p <= 3 for p in settings.priority.values()):
+        raise UsageError("priority is 0..3 (Never, Normal, High, Highest)")
+    if not 0 <= settings.quorum_override <= size:
+        raise UsageError(f"quorum override is 0..{size} for a group of {size}")
+
+
+class BrokerRefTarget(RestManagement):
+    name = "broker_ref"
+    ready_timeout_s = 30.0
+    restart_allowance_s = 0.0
+    election_allowance_s = 0.0
+    proxied_peer_links = True
+    founded_by_first_node = False  # a lone node is no majority: the group elects together
+    data_disk_mb = 64
+
+    def prepare(self) -> None:
+        """Nothing to fetch: broker_ref is part of the lab."""
+
+    def command(self, cluster: ClusterPlan, node: NodePlan) -> list[str]:
+        check_plan(cluster)
+        config = node_config(cluster, node, self.credentials)
+        path = node.node_dir / "config.json"
+        path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+        return [sys.executable, "-m", "broker_ref", "--config", str(path)]
+
+    def container_launch(
+        self, cluster: ClusterPlan, node: NodePlan, address_of: dict[str, str]
+    ) -> ContainerLaunch:
+        """Listens on every interface of its container; reaches its peers through the
+        proxies of `cluster.peer_addresses` (so `address_of` is not needed)."""
+        check_plan(cluster)
+        config = node_config(cluster, node, self.credentials, host="0.0.0.0")
+        text = json.dumps(config, indent=2) + "\n"
+        (node.node_dir / "config.json").write_text(text, encoding="utf-8")
+        return ContainerLaunch(
+            config=text.encode(),
+            config_path=CONTAINER_CONFIG,
+            command=("python3", "-m", "broker_ref", "--config", CONTAINER_CONFIG),
+        )
+
+    def parse_log_line(self, line: str) -> LogRecord | None:
+        return parse_oplog_line(line)

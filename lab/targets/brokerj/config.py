@@ -1,0 +1,199 @@
+"""A Broker-J node's initial configuration: one BDB_HA virtual host node per broker.
+
+Broker-J reads the file once, on the first start of an empty work folder, and keeps
+its configuration in `<work>/config.json` afterwards, so a restart after kill -9 is
+the same command on the same folder.
+
+    ports           AMQP 1.0 (anonymous SASL, the clients' own mechanism) and HTTP
+                    management with basic authentication switched on (it is off on
+                    plain HTTP by default)
+    brokerloggers   a console logger: operational messages (qpid.message.*) and warnings,
+                    one line each, `<time> <LEVEL> [<node>] [<subject>]… <CODE> : <text>`
+    virtualhostnode BDB_HA: group, own address, helper (the first node), permitted nodes,
+                    priority, designatedPrimary, quorumOverride; the group's timings as
+                    JE parameters in its context (`je_timings`)
+    virtualhost     BDB_HA: local/remote transaction sync policies, coalescing-sync, and
+                    queues created on first use (durable)
+
+Broker-J 9.x fixes the replica acknowledgement policy at SIMPLE_MAJORITY
+(ReplicatedEnvironmentFacade); `check_durability` refuses any other.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from lab.ground.errors import UsageError
+from lab.ground.spec import Durability, GroupSettings
+from lab.targets.management import Credentials
+from lab.targets.protocol import ClusterPlan, NodePlan
+
+__all__ = [
+    "ACK_POLICY",
+    "LOG_PATTERN",
+    "check_durability",
+    "check_group",
+    "initial_config",
+    "je_timings",
+]
+
+ACK_POLICY = "SIMPLE_MAJORITY"
+LOG_PATTERN = "%date{yyyy-MM-dd'T'HH:mm:ss.SSS} %level [{node}] %msg%n"
+MODEL_VERSION = "9.0"
+STALL_FACTOR = 3  # as broker_ref's group (broker_ref/group.py)
+JE_MIN_TIMEOUT_S = 2.0
+
+
+def check_durability(durability: Durability) -> None:
+    if durability.ack_policy != ACK_POLICY:
+        raise UsageError(
+            f"durability {durability.triplet}: Broker-J fixes the replica acknowledgement "
+            f"policy at {ACK_POLICY} (only the two sync policies and coalescing-sync are "
+            "attributes of its BDB_HA virtual host)"
+        )
+
+
+def check_group(cluster: ClusterPlan) -> None:
+    settings = cluster.settings
+    unknown = sorted(
+        n for n in (*settings.priority, *settings.designated_primary) if n not in cluster.names
+    )
+    if unknown:
+        raise UsageError(f"group settings name unknown nodes: {', '.join(unknown)}")
+    if settings.designated_primary and len(cluster.nodes) != 2:
+        raise UsageError("designated primary applies only to a group of two nodes (the seeds)")
+    check_durability(cluster.durability)
+
+
+def _duration(seconds: float) -> str:
+    return f"{max(1, round(seconds * 1000))} ms"
+
+
+def je_timings(settings: GroupSettings) -> dict[str, str]:
+    """The group's timings as Berkeley DB JE parameters (context variables of the node).
+
+    A node stops trusting a silent peer after STALL_FACTOR election timeouts in broker_ref;
+    JE's replicaTimeout (a replica's wait on a silent master) and feederTimeout (a master's
+    wait on a silent replica) play that part, with JE's floor of 2 s (Broker-J's default
+    is 30 s). JE's heartbeat is 1 s, its minimum."""
+    silence = max(JE_MIN_TIMEOUT_S, STALL_FACTOR * settings.election_timeout_s)
+    return {
+        "je.rep.insufficientReplicasTimeout": _duration(settings.insufficient_replicas_timeout_s),
+        "je.rep.repStreamTimeout": _duration(settings.rep_stream_timeout_s),
+        "je.rep.replicaTimeout": _duration(silence),
+        "je.rep.feederTimeout": _duration(silence),
+    }
+
+
+def initial_config(
+    cluster: ClusterPlan,
+    node: NodePlan,
+    credentials: Credentials,
+    *,
+    bind_host: str,
+    address_of: dict[str, str],
+) -> dict[str, Any]:
+    """The node's initial configuration; `address_of` maps each node to the host:port the
+    others reach its replication service at (what it advertises to the group)."""
+    settings = cluster.settings
+    durability = cluster.durability
+    helper = cluster.nodes[0].name
+    virtualhost = {
+        "type": "BDB_HA",
+        "localTransactionSynchronizationPolicy": durability.master_sync,
+        "remoteTransactionSynchronizationPolicy": durability.replica_sync,
+        "coalescingSync": durability.coalescing_sync,
+        "nodeAutoCreationPolicies": [
+            {
+                "pattern": ".*",
+                "nodeType": "Queue",
+                "createdOnPublish": True,
+                "createdOnConsume": True,
+                "attributes": {"durable": True},
+            }
+        ],
+    }
+    # Clients open connections with the address they dialled (127.0.0.1 and a proxy port),
+    # which a container does not know as its own: every host name means this node's host.
+    aliases = [
+        {"name": "nameAlias", "type": "nameAlias"},
+        {
+            "name": "anyHostAlias",
+            "type": "patternMatchingAlias",
+            "pattern": ".*",
+            "virtualHostNode": node.name,
+        },
+    ]
+    return {
+        "name": node.name,
+        "modelVersion": MODEL_VERSION,
+        "authenticationproviders": [
+            {
+                "name": "management",
+                "type": "Plain",
+                "users": [
+                    {"name": credentials.user, "type": "managed", "password": credentials.password}
+                ],
+            },
+            {"name": "clients", "type": "Anonymous"},
+        ],
+        "brokerloggers": [
+            {
+                "name": "console",
+                "type": "Console",
+                "layout": LOG_PATTERN.replace("{node}", node.name),
+                "brokerloginclusionrules": [
+                    {
+                        "name": "Operational",
+                        "type": "NameAndLevel",
+                        "level": "INFO",
+                        "loggerName": "qpid.message.*",
+                    },
+                    {"name": "Root", "type": "NameAndLevel", "level": "WARN", "loggerName": "ROOT"},
+                ],
+            }
+        ],
+        "ports": [
+            {
+                "name": "AMQP",
+                "port": node.amqp_port,
+                "bindingAddress": bind_host,
+                "authenticationProvider": "clients",
+                "protocols": ["AMQP_1_0"],
+                "virtualhostaliases": aliases,
+            },
+            {
+                "name": "HTTP",
+                "port": node.management_port,
+                "bindingAddress": bind_host,
+                "authenticationProvider": "management",
+                "protocols": ["HTTP"],
+            },
+        ],
+        "virtualhostnodes": [
+            {
+                "name": node.name,
+                "type": "BDB_HA",
+                "defaultVirtualHostNode": True,
+                "groupName": cluster.group,
+                "address": address_of[node.name],
+                "helperAddress": address_of[helper],
+                "helperNodeName": helper,
+                "permittedNodes": [address_of[n] for n in cluster.names],
+                "priority": settings.priority_of(node.name),
+                "designatedPrimary": node.name in settings.designated_primary,
+                "quorumOverride": settings.quorum_override,
+                "storePath": str(node.data_dir / "store"),
+                "context": je_timings(settings),
+                "virtualHostInitialConfiguration": json.dumps(virtualhost),
+            }
+        ],
+        "plugins": [
+            {
+                "type": "MANAGEMENT-HTTP",
+                "name": "httpManagement",
+                "httpBasicAuthenticationEnabled": True,
+            }
+        ],
+    }

@@ -1,0 +1,132 @@
+"""Apache Qpid Broker-J as a target: a JVM per node, one BDB_HA virtual host node each.
+
+Clients reach each node through its Toxiproxy proxy, as for every target. Nodes reach
+each other at the replication address they advertise to the group (Berkeley DB JE
+records one address per node), so node→node links do not run through per-pair
+proxies: on local processes they cannot be cut; in containers the Docker backend
+cuts them inside the nodes' network namespaces (lab.backends.docker.node_filter).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+
+from lab.ground.errors import SetupError
+from lab.ground.ports import HOST
+from lab.targets.brokerj.config import check_group, initial_config
+from lab.targets.brokerj.distribution import VERSION, Distribution, ensure_distribution
+from lab.targets.protocol import (
+    ClusterPlan,
+    ContainerLaunch,
+    LogRecord,
+    NodePlan,
+    RestManagement,
+    match_log_line,
+)
+
+__all__ = ["CONTAINER_HOME", "BrokerJTarget", "parse_brokerj_line"]
+
+CONTAINER_HOME = "/opt/qpid-broker-j"
+CONTAINER_CONFIG = "/etc/lab/initial-config.json"
+JVM_OPTIONS = ("-Xms64m", "-Xmx384m", "-XX:MaxDirectMemorySize=256m", "-XX:+UseG1GC")
+MAIN = "org.apache.qpid.server.Main"
+
+# 2026-11-21T18:30:47.017 INFO [n1] [Broker] [grp(/lab)] HA-1010 : Role change reported: …
+_LINE = re.compile(r"^(\S+) (\w+) \[([^\]\s]+)\] (?:\[[^\]]*\] )*([A-Z]{2,4}-\d{4}) : (.*)$")
+
+
+def parse_brokerj_line(line: str) -> LogRecord | None:
+    """One line of the console logger's pattern as a record; None for other lines."""
+    return match_log_line(_LINE, line)
+
+
+def _java_command(classpath: str, home: str, work: str, config: str) -> list[str]:
+    return [
+        "java",
+        *JVM_OPTIONS,
+        f"-DQPID_HOME={home}",
+        f"-DQPID_WORK={work}",
+        "-cp",
+        classpath,
+        MAIN,
+        "--initial-config-path",
+        config,
+    ]
+
+
+class BrokerJTarget(RestManagement):
+    """`qpid-broker-j`: Broker-J's own binary distribution, unmodified."""
+
+    name = "qpid-broker-j"
+    ready_timeout_s = 120.0  # JVM start-up and the group's first election, on a busy machine
+    # Berkeley DB JE elects in 3-5 s after a master's loss where broker_ref takes about 1 s
+    # (lab bench failover --target qpid-broker-j).
+    restart_allowance_s = 15.0  # a JVM restarts in 8-17 s in a container on 2 cores
+    election_allowance_s = 5.0
+    data_disk_mb = 256  # JE writes 10 MB log files and keeps several
+    proxied_peer_links = False  # JE records one address per node (see the module's note)
+    # The helper node founds the group alone and creates the virtual host from its initial
+    # configuration; a replica joining while it does so can fail that first commit
+    # (InsufficientReplicasException), and a retry then makes a default virtual host without
+    # the configured durability or queue auto-creation.
+    founded_by_first_node = True
+
+    def __init__(self, version: str = VERSION) -> None:
+        self.version = version
+        self._distribution: Distribution | None = None
+
+    @property
+    def distribution(self) -> Distribution:
+        if self._distribution is None:
+            self._distribution = ensure_distribution(self.version)
+        return self._distribution
+
+    def prepare(self) -> None:
+        """Fetch and unpack the distribution now (on first use), not while nodes start."""
+        _ = self.distribution
+
+    # -- local processes -----------------------------------------------------------------------
+
+    def command(self, cluster: ClusterPlan, node: NodePlan) -> list[str]:
+        check_group(cluster)
+        if shutil.which("java") is None:
+            raise SetupError("Broker-J needs a Java runtime: install openjdk-17-jdk-headless")
+        address_of = {p.name: f"{HOST}:{p.replication_port}" for p in cluster.nodes}
+        config = initial_config(
+            cluster, node, self.credentials, bind_host=HOST, address_of=address_of
+        )
+        path = node.node_dir / "initial-config.json"
+        path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+        node.data_dir.mkdir(parents=True, exist_ok=True)
+        dist = self.distribution
+        return _java_command(dist.classpath, str(dist.home), str(node.data_dir), str(path))
+
+    # -- containers ----------------------------------------------------------------------------
+
+    def container_launch(
+        self, cluster: ClusterPlan, node: NodePlan, address_of: dict[str, str]
+    ) -> ContainerLaunch:
+        check_group(cluster)
+        config = initial_config(
+            cluster, node, self.credentials, bind_host="0.0.0.0", address_of=address_of
+        )
+        text = json.dumps(config, indent=2) + "\n"
+        (node.node_dir / "initial-config.json").write_text(text, encoding="utf-8")
+        home = CONTAINER_HOME
+        classpath = f"{home}/lib/*:{home}/lib/plugins/*:{home}/lib/opt/*"
+        return ContainerLaunch(
+            config=text.encode(),
+            config_path=CONTAINER_CONFIG,
+            command=tuple(_java_command(classpath, home, str(node.data_dir), CONTAINER_CONFIG)),
+        )
+
+    def full_gc_command(self, pid: int | None) -> list[str]:
+        """`jcmd <pid> GC.run`; without a pid (in a container), the broker by its main class."""
+        return ["jcmd", str(pid) if pid is not None else MAIN, "GC.run"]
+
+    # -- management and logs -------------------------------------------------------------------
+
+    def parse_log_line(self, line: str) -> LogRecord | None:
+        return parse_brokerj_line(line)

@@ -1,0 +1,219 @@
+"""Targets: what runs as a node (broker_ref, later real brokers).
+
+A target turns a node's plan into a command line and its configuration, reads a
+node's status over its management API, and parses its operational log. It knows
+nothing about how the node is run (that is the backend's part).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from lab.ground.errors import ClusterError
+from lab.ground.ports import HOST
+from lab.ground.spec import Durability, GroupSettings
+from lab.targets.management import Credentials, ManagementClient
+
+__all__ = [
+    "ClusterPlan",
+    "ContainerLaunch",
+    "JvmTarget",
+    "LogRecord",
+    "ManagedTarget",
+    "NodePlan",
+    "NodeStatus",
+    "RestManagement",
+    "Target",
+    "parse_oplog_line",
+    "run_command",
+]
+
+
+@dataclass(frozen=True)
+class NodePlan:
+    name: str
+    amqp_port: int
+    management_port: int
+    replication_port: int
+    data_dir: Path
+    node_dir: Path
+
+
+@dataclass(frozen=True)
+class ClusterPlan:
+    group: str
+    nodes: tuple[NodePlan, ...]
+    durability: Durability
+    # node -> peer -> "host:port" the node dials to reach the peer (a Toxiproxy proxy)
+    peer_addresses: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    settings: GroupSettings = field(default_factory=GroupSettings)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(plan.name for plan in self.nodes)
+
+    def node(self, name: str) -> NodePlan:
+        for plan in self.nodes:
+            if plan.name == name:
+                return plan
+        raise KeyError(name)
+
+
+@dataclass(frozen=True)
+class NodeStatus:
+    name: str
+    role: str
+    last_transaction_id: int | None = None
+    queue_depths: Mapping[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ContainerLaunch:
+    """How a node starts in its container: its configuration file and command line."""
+
+    config: bytes
+    config_path: str  # where the configuration is copied inside the container
+    command: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class LogRecord:
+    time: str
+    level: str
+    node: str
+    code: str
+    text: str
+
+    @property
+    def role_change(self) -> tuple[str, str] | None:
+        """(old, new) for a line reporting this node's own role change, else None.
+
+        Nodes also report what they learn of the others' roles (HA-1010 naming
+        another node); those lines are not this node's role."""
+        if self.code != "HA-1010":
+            return None
+        subject = re.search(r"Node : '([^']+)'", self.text)
+        if subject is not None and subject.group(1) != self.node:
+            return None
+        found = re.search(r"from '(\w+)' to '(\w+)'", self.text)
+        return (found.group(1), found.group(2)) if found else None
+
+
+_OPLOG = re.compile(r"^(\S+) (\w+) \[(\S+)\] ([A-Z]+-\d{4}) : (.*)$")
+
+
+def match_log_line(pattern: re.Pattern[str], line: str) -> LogRecord | None:
+    """A record from a pattern whose groups are time, level, node, code and text."""
+    found = pattern.match(line.rstrip("\n"))
+    return None if found is None else LogRecord(*found.groups())
+
+
+def parse_oplog_line(line: str) -> LogRecord | None:
+    """Parse `<time> <LEVEL> [<node>] <CODE> : <text>`; None for other lines."""
+    return match_log_line(_OPLOG, line)
+
+
+class Target(Protocol):
+    """What runs as a node."""
+
+    name: str
+    ready_timeout_s: float  # how long a group may take to elect its first master
+    data_disk_mb: int  # the size of a node's data disk in containers
+    # How much longer than broker_ref's a node's restart takes: added to a scenario's load
+    # (after its schedule is made) and to bounds on the service's return after a restart.
+    restart_allowance_s: float
+    # Whether the nodes dial their peers at the addresses ClusterPlan.peer_addresses gives
+    # (so a Toxiproxy proxy sits on every node→node link), or at the peers' own addresses.
+    proxied_peer_links: bool
+    # How much longer than broker_ref's an election takes: scenarios' bounds on the
+    # service's return are set for broker_ref and get this added.
+    election_allowance_s: float
+    # Whether the group grows from its first node: that node starts alone and the others
+    # only once it is master. Otherwise all nodes start together and elect a master.
+    founded_by_first_node: bool
+
+    def prepare(self) -> None:
+        """Fetch or check what the nodes need (once, before any starts); idempotent."""
+        ...
+
+    def command(self, cluster: ClusterPlan, node: NodePlan) -> list[str]:
+        """Write the node's configuration and return the command line that starts it."""
+        ...
+
+    def container_launch(
+        self, cluster: ClusterPlan, node: NodePlan, address_of: dict[str, str]
+    ) -> ContainerLaunch:
+        """The node's configuration and command in a container; `node` is the container's
+        view (fixed ports, data on /data) and `address_of` maps each node to the
+        host:port of its replication service on the run's network."""
+        ...
+
+    def status(self, node: NodePlan, timeout_s: float = 1.0) -> NodeStatus | None:
+        """The node's role and counters from its management API; None when it does not answer."""
+        ...
+
+    def parse_log_line(self, line: str) -> LogRecord | None:
+        """One operational-log line as a record with its code, or None."""
+        ...
+
+
+@runtime_checkable
+class JvmTarget(Protocol):
+    """A target whose nodes are JVMs: a full garbage collection can be asked of them."""
+
+    def full_gc_command(self, pid: int | None) -> list[str]:
+        """The command that runs a full GC in the node's JVM (`pid` None: inside its
+        container, where the broker is found by its main class)."""
+        ...
+
+
+@runtime_checkable
+class ManagedTarget(Protocol):
+    """A target whose nodes have a Broker-J-style management API (lab.targets.management)."""
+
+    def management(self, node: NodePlan) -> ManagementClient:
+        """A client for the node's management API, with the credentials the node was given."""
+        ...
+
+
+class RestManagement:
+    """`management` and `status` for a target whose nodes answer Broker-J's REST API
+    (`/api/latest/virtualhostnode/<node>`) on 127.0.0.1 with basic authentication."""
+
+    credentials = Credentials()
+
+    def management(self, node: NodePlan, timeout_s: float = 5.0) -> ManagementClient:
+        return ManagementClient(
+            f"http://{HOST}:{node.management_port}", node.name, self.credentials, timeout_s
+        )
+
+    def status(self, node: NodePlan, timeout_s: float = 1.0) -> NodeStatus | None:
+        try:
+            body = self.management(node, timeout_s).node_attributes()
+        except ClusterError:  # no answer, or an answer that is not a success
+            return None
+        if not body:
+            return None
+        queues = body.get("queues") or {}  # broker_ref's; Broker-J reports none here
+        return NodeStatus(
+            name=node.name,
+            role=str(body.get("role", "UNKNOWN")),
+            last_transaction_id=body.get("lastKnownReplicationTransactionId"),
+            queue_depths={q: int(v.get("depth", 0)) for q, v in queues.items()},
+        )
+
+
+def run_command(command: list[str], timeout_s: float = 30.0) -> str:
+    """Run a command beside a node (jcmd, …); its output, or a ClusterError saying why not."""
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ClusterError(f"{' '.join(command)}: {exc}") from exc
+    if done.returncode != 0:
+        raise ClusterError(f"{' '.join(command)}: {(done.stderr or done.stdout).strip()}")
+    return done.stdout.strip()
