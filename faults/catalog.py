@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from faults.base import Fault
 from faults.docker_faults import Disconnect, DiskFill
+from faults.fault import Fault
 from faults.operator_faults import DesignatePrimary, QuorumOverride, SetPriority, TransferMaster
 from faults.partition_faults import Isolate, Partition
 from faults.process_faults import FullGc, Kill, Pause

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from faults.base import require_ability
+from faults.abilities import require_ability
 from lab.ground.faultops import FaultOp
 
 __all__ = ["Disconnect", "Disconnectable", "DiskFill", "DiskFillable"]

@@ -13,8 +13,9 @@ from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import Any
 
-from faults.base import Fault, Roled
+from faults.abilities import Roled
 from faults.catalog import FAULTS
+from faults.fault import Fault
 from faults.selectors import resolve_op
 from lab.ground.errors import LabError
 from lab.ground.events import Events, NoEvents

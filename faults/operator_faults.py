@@ -13,7 +13,7 @@ second transfer with its own effects, not a repair.
 
 from __future__ import annotations
 
-from faults.base import as_managed
+from faults.abilities import as_managed
 from lab.ground.errors import UsageError
 from lab.ground.faultops import FaultOp
 

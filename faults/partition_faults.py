@@ -14,7 +14,7 @@ The heal enables every proxy it disabled.
 
 from __future__ import annotations
 
-from faults.base import as_linked, as_roled
+from faults.abilities import as_linked, as_roled
 from faults.selectors import split_sides
 from lab.ground.errors import UsageError
 from lab.ground.faultops import FaultOp

@@ -3,7 +3,7 @@ a real full garbage collection in a JVM node (`jcmd <pid> GC.run`)."""
 
 from __future__ import annotations
 
-from faults.base import as_collectable, as_killable, as_pausable
+from faults.abilities import as_collectable, as_killable, as_pausable
 from lab.ground.faultops import FaultOp
 
 __all__ = ["FullGc", "Kill", "Pause"]

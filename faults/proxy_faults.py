@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from faults.base import as_linked, as_proxied
+from faults.abilities import as_linked, as_proxied
 from lab.ground.errors import UsageError
 from lab.ground.faultops import FaultOp
 from lab.ground.topology import split_node_link

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 
-from faults.base import as_roled
+from faults.abilities import as_roled
 from lab.ground.errors import ClusterError, UsageError
 from lab.ground.faultops import FaultOp
 

@@ -74,18 +74,35 @@ def lab_report(
 def lab_run(
     tmp_path: Path, lab_seed: int, lab_backend: str, lab_report: Callable[[Path], None]
 ) -> Callable[..., object]:
+    """`lab_run(name, backend=None, target="broker_ref", seed=None, durability=None)`:
+    run the scenario into the test's own runs folder and return its RunOutcome; a scenario
+    that cannot run on the backend is skipped with the reason the CLI gives."""
+    from lab.compose import parts_for
+    from lab.ground.errors import UsageError
+    from lab.ground.spec import Durability
     from lab.run.runner import run_scenario
-    from scenarios.catalog import scenario_named
 
-    def run(name: str, backend: str | None = None, target: str = "broker_ref") -> object:
-        scenario = scenario_named(name)
+    def run(
+        name: str,
+        backend: str | None = None,
+        target: str = "broker_ref",
+        seed: int | None = None,
+        durability: Durability | None = None,
+    ) -> object:
         chosen = backend or lab_backend
-        if chosen not in scenario.backends:
-            pytest.skip(f"{name} runs on the {' or '.join(scenario.backends)} backend only")
-        spec = scenario.spec(lab_seed, backend=chosen, target=target)
+        try:
+            parts = parts_for(name, chosen, target)
+        except UsageError as exc:
+            pytest.skip(str(exc))
+        spec = parts.scenario.spec(
+            lab_seed if seed is None else seed,
+            backend=chosen,
+            target=parts.target,
+            durability=durability,
+        )
         runs_dir = tmp_path / "runs"
         try:
-            outcome = run_scenario(spec, scenario, runs_dir)
+            outcome = run_scenario(spec, parts, runs_dir)
         except Exception:
             latest = runs_dir / name / "latest"
             if (latest / "spec.json").is_file():

@@ -13,7 +13,8 @@ import random
 from lab.ground.faultops import FaultOp
 from lab.ground.spec import RunSpec, Topology, Workload
 from lab.judge.expectations import LogSeen, ServiceResumed
-from scenarios.base import Prediction, Scenario, fault_window, uniform
+from lab.judge.prediction import Prediction
+from scenarios.base import Scenario, fault_window, uniform
 
 __all__ = ["DISK_FULL"]
 

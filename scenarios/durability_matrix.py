@@ -24,7 +24,8 @@ from lab.ground.faultops import FaultOp
 from lab.ground.spec import RunSpec, Topology, Workload
 from lab.ground.topology import node_link
 from lab.judge.expectations import Expectation, LogSeen, ServiceResumed
-from scenarios.base import Prediction, Scenario, fault_window, uniform
+from lab.judge.prediction import Prediction
+from scenarios.base import Scenario, fault_window, uniform
 
 __all__ = ["DURABILITY_MATRIX", "matrix_prediction"]
 

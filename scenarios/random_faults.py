@@ -14,7 +14,8 @@ import random
 
 from lab.ground.faultops import FaultOp
 from lab.ground.spec import RunSpec, Topology, Workload
-from scenarios.base import Prediction, Scenario, fault_window, uniform
+from lab.judge.prediction import Prediction
+from scenarios.base import Scenario, fault_window, uniform
 
 __all__ = ["RANDOM", "random_schedule"]
 

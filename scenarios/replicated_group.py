@@ -20,7 +20,8 @@ from lab.judge.expectations import (
     ServiceResumed,
     ServiceStopped,
 )
-from scenarios.base import Prediction, Scenario, fault_window, uniform
+from lab.judge.prediction import Prediction
+from scenarios.base import Scenario, fault_window, uniform
 
 __all__ = [
     "MASTER_FAILURE",

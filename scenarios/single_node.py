@@ -6,7 +6,8 @@ import random
 
 from lab.ground.faultops import FaultOp
 from lab.ground.spec import RunSpec, Topology, Workload
-from scenarios.base import Prediction, Scenario, fault_window
+from lab.judge.prediction import Prediction
+from scenarios.base import Scenario, fault_window
 
 __all__ = ["SINGLE_NODE_CRASH"]
 

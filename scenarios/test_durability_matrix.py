@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 
 from lab.ground.spec import Durability
-from lab.run.runner import reproduce_command, run_scenario
-from scenarios.catalog import scenario_named
+from lab.run.runner import RunOutcome
 
 TRIPLETS = (
     ("NO_SYNC,NO_SYNC,NONE", True),
@@ -25,14 +24,11 @@ TRIPLETS = (
     ids=[f"{t}{'+cs' if c else ''}" for t, c in TRIPLETS],
 )
 def test_durability_matrix_holds_its_prediction(
-    triplet: str, coalescing: bool, tmp_path: Path, lab_seed: int, lab_backend: str
+    triplet: str, coalescing: bool, lab_run: Callable[..., RunOutcome]
 ) -> None:
-    scenario = scenario_named("durability-matrix")
     durability = Durability.parse(triplet, coalescing)
-    spec = scenario.spec(lab_seed, backend=lab_backend, durability=durability)
-    outcome = run_scenario(spec, scenario, tmp_path / "runs")
+    outcome = lab_run("durability-matrix", durability=durability)
     assert outcome.spec.durability == durability
     assert outcome.verdict.held, (
-        f"{outcome.summary}\nrun folder: {outcome.folder.path}\n"
-        f"reproduce: {reproduce_command(outcome.folder)}"
+        f"{outcome.summary}\nrun folder: {outcome.folder.path}\nreproduce: {outcome.reproduce}"
     )

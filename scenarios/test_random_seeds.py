@@ -7,15 +7,15 @@ seeds run on real processes (CI time: each run takes about 25 s).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from itertools import pairwise
-from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from faults.selectors import split_sides
-from lab.run.runner import reproduce_command, run_scenario
+from lab.run.runner import RunOutcome
 from scenarios.catalog import scenario_named
 
 RUN_SEEDS = (3, 11, 29)
@@ -49,12 +49,10 @@ def test_random_schedules_apply_one_fault_at_a_time(seed: int) -> None:
 @pytest.mark.processes
 @pytest.mark.parametrize("seed", RUN_SEEDS)
 def test_random_schedule_loses_no_acknowledged_message(
-    seed: int, tmp_path: Path, lab_backend: str
+    seed: int, lab_run: Callable[..., RunOutcome]
 ) -> None:
-    scenario = scenario_named("random")
-    outcome = run_scenario(scenario.spec(seed, backend=lab_backend), scenario, tmp_path / "runs")
+    outcome = lab_run("random", seed=seed)
     assert outcome.check.acknowledged > 0
     assert outcome.verdict.held, (
-        f"{outcome.summary}\nrun folder: {outcome.folder.path}\n"
-        f"reproduce: {reproduce_command(outcome.folder)}"
+        f"{outcome.summary}\nrun folder: {outcome.folder.path}\nreproduce: {outcome.reproduce}"
     )

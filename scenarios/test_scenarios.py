@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import pytest
 
-from lab.run.runner import RunOutcome, reproduce_command
+from lab.run.runner import RunOutcome
 from scenarios.catalog import SCENARIOS
 
 
@@ -19,8 +19,7 @@ def _assert_held(outcome: RunOutcome) -> None:
     assert outcome.check.acknowledged > 0, "the workload acknowledged nothing"
     assert outcome.folder.result.is_file()
     assert outcome.verdict.held, (
-        f"{outcome.summary}\nrun folder: {outcome.folder.path}\n"
-        f"reproduce: {reproduce_command(outcome.folder)}"
+        f"{outcome.summary}\nrun folder: {outcome.folder.path}\nreproduce: {outcome.reproduce}"
     )
 
 

@@ -17,8 +17,9 @@ from lab.backends.catalog import make_cluster
 from lab.backends.process.cluster import ProcessCluster
 from lab.ground.errors import ClusterError, SetupError
 from lab.ground.spec import Durability, GroupSettings, Topology
-from lab.run.runner import RunOutcome, reproduce_command
+from lab.run.runner import RunOutcome
 from lab.targets.brokerj.distribution import ensure_distribution
+from lab.targets.catalog import make_target
 
 pytestmark = [pytest.mark.brokerj]
 
@@ -46,8 +47,7 @@ def _assert_held(outcome: RunOutcome) -> None:
     assert outcome.spec.target == "qpid-broker-j"
     assert outcome.check.acknowledged > 0, "the workload acknowledged nothing"
     assert outcome.verdict.held, (
-        f"{outcome.summary}\nrun folder: {outcome.folder.path}\n"
-        f"reproduce: {reproduce_command(outcome.folder)}"
+        f"{outcome.summary}\nrun folder: {outcome.folder.path}\nreproduce: {outcome.reproduce}"
     )
 
 
@@ -73,7 +73,12 @@ def test_master_failure_holds_in_containers(lab_run: Callable[..., RunOutcome]) 
 def one_node(tmp_path: Path) -> Iterator[tuple[ProcessCluster, _Events]]:
     events = _Events()
     cluster = make_cluster(
-        "process", "qpid-broker-j", Topology(nodes=1), Durability(), tmp_path, events=events
+        "process",
+        make_target("qpid-broker-j"),
+        Topology(nodes=1),
+        Durability(),
+        tmp_path,
+        events=events,
     )
     assert isinstance(cluster, ProcessCluster)
     try:
@@ -119,7 +124,7 @@ def test_management_changes_a_node_attribute_and_refuses_a_bad_password(
 def test_node_links_cannot_be_cut_on_local_jvms(tmp_path: Path) -> None:
     cluster = make_cluster(
         "process",
-        "qpid-broker-j",
+        make_target("qpid-broker-j"),
         Topology(nodes=2),
         Durability(),
         tmp_path,
@@ -165,7 +170,7 @@ def test_a_node_link_is_cut_in_the_nodes_and_a_full_gc_runs_in_containers(tmp_pa
     events = _Events()
     cluster = make_cluster(
         "docker",
-        "qpid-broker-j",
+        make_target("qpid-broker-j"),
         Topology(nodes=2),
         Durability(),
         tmp_path,

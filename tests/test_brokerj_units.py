@@ -12,6 +12,7 @@ import pytest
 from lab.backends.process.cluster import ProcessCluster
 from lab.ground.errors import ClusterError, SetupError, UsageError
 from lab.ground.events import NoEvents
+from lab.ground.nodes import ClusterPlan, NodePlan
 from lab.ground.spec import Durability, GroupSettings, Topology
 from lab.ground.topology import links_for, split_node_link
 from lab.targets.broker_ref import BrokerRefTarget
@@ -19,7 +20,6 @@ from lab.targets.brokerj.config import check_durability, initial_config
 from lab.targets.brokerj.distribution import ensure_distribution, tarball_in_repository
 from lab.targets.brokerj.target import BrokerJTarget, parse_brokerj_line
 from lab.targets.management import Credentials
-from lab.targets.protocol import ClusterPlan, NodePlan
 
 ROLE_OWN = (
     "2026-11-21T18:31:18.383 INFO [n3] [Broker] [grp(/lab)] HA-1010 : Role change reported: "
@@ -169,7 +169,7 @@ def test_a_tarball_that_is_not_broker_j_leaves_nothing_behind(
 def test_a_schedule_that_needs_node_links_is_refused_before_anything_starts(
     tmp_path: Path,
 ) -> None:
-    from faults.base import preflight
+    from faults.preflight import preflight
     from lab.backends.docker.cluster import DockerCluster
     from lab.ground.faultops import FaultOp
 

@@ -20,9 +20,9 @@ from lab.backends.docker.node_config import (
     REPLICATION_PORT,
     container_node_plan,
 )
+from lab.ground.nodes import ClusterPlan
 from lab.ground.spec import Durability
 from lab.targets.broker_ref import BrokerRefTarget
-from lab.targets.protocol import ClusterPlan
 
 
 def test_subnet_addresses_are_fixed_per_role() -> None:

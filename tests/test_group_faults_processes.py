@@ -13,6 +13,7 @@ from lab.backends.catalog import make_cluster
 from lab.backends.process.cluster import ProcessCluster
 from lab.ground.faultops import FaultOp
 from lab.ground.spec import Durability, Topology
+from lab.targets.broker_ref import BrokerRefTarget
 from lab.targets.management import Credentials, ManagementClient, ManagementRefused
 
 pytestmark = pytest.mark.processes
@@ -23,7 +24,9 @@ def group(tmp_path: Path) -> Iterator[Callable[[int], ProcessCluster]]:
     started: list[ProcessCluster] = []
 
     def start(nodes: int) -> ProcessCluster:
-        cluster = make_cluster("process", "broker_ref", Topology(nodes), Durability(), tmp_path)
+        cluster = make_cluster(
+            "process", BrokerRefTarget(), Topology(nodes), Durability(), tmp_path
+        )
         assert isinstance(cluster, ProcessCluster)
         started.append(cluster)
         cluster.start()

@@ -10,12 +10,12 @@ import pytest
 
 from lab.backends.base import group_ready
 from lab.ground.errors import UsageError
+from lab.ground.nodes import ClusterPlan, NodePlan, NodeStatus
 from lab.ground.spec import Durability, GroupSettings, RunSpec, Workload
 from lab.judge.metrics import run_metrics
 from lab.run.workers import worker_plans
 from lab.targets.broker_ref import check_plan, node_config
 from lab.targets.management import Credentials
-from lab.targets.protocol import ClusterPlan, NodePlan, NodeStatus
 from scenarios.catalog import SCENARIOS
 
 NS = 1_000_000_000

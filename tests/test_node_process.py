@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from lab.backends.process.node import NodeProcess
+from lab.ground.nodes import NodePlan
 from lab.targets.broker_ref import BrokerRefTarget
-from lab.targets.protocol import NodePlan
 
 
 class _Events:

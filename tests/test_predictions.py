@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from lab.ground.nodes import TargetTraits
 from lab.judge.checker import CheckResult, IdSet
 from lab.judge.expectations import (
     LogSeen,
@@ -14,9 +15,9 @@ from lab.judge.expectations import (
     ServiceResumed,
     ServiceStopped,
 )
-from lab.judge.facts import RunFacts, TargetTraits
+from lab.judge.facts import RunFacts
 from lab.judge.metrics import RunMetrics, Window
-from scenarios.base import Prediction
+from lab.judge.prediction import Prediction
 
 NS = 1_000_000_000
 

@@ -8,8 +8,8 @@ import pytest
 
 from lab.backends.base import ClusterBase
 from lab.ground.errors import ClusterError
+from lab.ground.nodes import ClusterPlan, NodePlan, NodeStatus
 from lab.ground.spec import Durability
-from lab.targets.protocol import ClusterPlan, NodePlan, NodeStatus
 
 
 class _Node:

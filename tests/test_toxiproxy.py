@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from faults.catalog import fault_for
-from lab.backends.process.node import popen_options
 from lab.backends.toxiproxy import ToxiproxyClient, start_server
+from lab.ground.children import popen_options
 from lab.ground.faultops import FaultOp
 from lab.ground.ports import free_ports
 

@@ -14,11 +14,12 @@ from typing import Generic, Protocol, TypeVar
 from lab.backends.toxiproxy import ProxyInfo, ToxiproxyClient
 from lab.ground.errors import ClusterError, UsageError
 from lab.ground.events import Events
+from lab.ground.nodes import ClusterPlan, NodePlan, NodeStatus
 from lab.ground.ports import HOST, free_ports, release_ports
 from lab.ground.spec import Topology
 from lab.ground.topology import split_node_link
 from lab.targets.management import ManagementClient
-from lab.targets.protocol import ClusterPlan, JvmTarget, ManagedTarget, NodePlan, NodeStatus, Target
+from lab.targets.protocol import JvmTarget, ManagedTarget, Target
 
 __all__ = ["ClusterBase", "NodeHandle", "group_ready"]
 

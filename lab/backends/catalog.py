@@ -1,4 +1,4 @@
-"""Choosing a target and a backend by name."""
+"""Choosing a backend by name: the cluster of a target's nodes, as local processes or containers."""
 
 from __future__ import annotations
 
@@ -8,31 +8,20 @@ from typing import TYPE_CHECKING, TypeAlias
 from lab.backends.process.cluster import ProcessCluster
 from lab.ground.errors import UsageError
 from lab.ground.events import Events
-from lab.ground.spec import BACKENDS, TARGETS, Durability, GroupSettings, Topology
-from lab.targets.broker_ref import BrokerRefTarget
+from lab.ground.spec import BACKENDS, Durability, GroupSettings, Topology
 from lab.targets.protocol import Target
 
 if TYPE_CHECKING:
     from lab.backends.docker.cluster import DockerCluster
 
-__all__ = ["Cluster", "make_cluster", "make_target"]
+__all__ = ["Cluster", "make_cluster"]
 
 Cluster: TypeAlias = "ProcessCluster | DockerCluster"
 
 
-def make_target(name: str) -> Target:
-    if name == "broker_ref":
-        return BrokerRefTarget()
-    if name == "qpid-broker-j":
-        from lab.targets.brokerj.target import BrokerJTarget
-
-        return BrokerJTarget()
-    raise UsageError(f"unknown target {name!r} (known: {', '.join(TARGETS)})")
-
-
 def make_cluster(
     backend: str,
-    target: str,
+    target: Target,
     topology: Topology,
     durability: Durability,
     work_dir: Path,
@@ -55,7 +44,7 @@ def make_cluster(
     return cluster_type(
         topology,
         durability,
-        make_target(target),
+        target,
         work_dir,
         events=events,
         detached=detached,

@@ -18,6 +18,7 @@ from lab.backends.catalog import make_cluster
 from lab.bench._base import Benchmark, Say
 from lab.bench.load import acknowledged_per_second
 from lab.ground.spec import Durability, Topology, Workload
+from lab.targets.catalog import make_target
 
 __all__ = ["BENCHMARK", "CONFIGURATIONS", "Configuration"]
 
@@ -85,7 +86,7 @@ def _row(
     work_dir = root / target / config.label.replace(",", "-").replace(" ", "_")
     work_dir.mkdir(parents=True)
     cluster = make_cluster(
-        "process", target, Topology(nodes=config.nodes), config.durability, work_dir
+        "process", make_target(target), Topology(nodes=config.nodes), config.durability, work_dir
     )
     rates: dict[int, float] = {}
     try:

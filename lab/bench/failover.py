@@ -21,6 +21,7 @@ from lab.ground.events import NoEvents
 from lab.ground.spec import Durability, Topology, Workload
 from lab.run.folder import HistoryRecorder
 from lab.run.workers import WorkerProcess, worker_plans
+from lab.targets.catalog import make_target
 
 __all__ = ["BENCHMARK", "percentile"]
 
@@ -82,7 +83,9 @@ def _times(target: str, say: Say) -> list[float]:
     times: list[float] = []
     with tempfile.TemporaryDirectory(prefix="lab-bench-failover-") as tmp:
         root = Path(tmp)
-        cluster = make_cluster("process", target, Topology(nodes=3), Durability(), root)
+        cluster = make_cluster(
+            "process", make_target(target), Topology(nodes=3), Durability(), root
+        )
         run_start = time.monotonic_ns()
         watcher = _AckWatcher(root / "history.jsonl", run_start)
         workers: list[WorkerProcess] = []

@@ -11,6 +11,7 @@ from lab.backends.catalog import make_cluster
 from lab.bench._base import Benchmark, Say
 from lab.bench.probe import send_one
 from lab.ground.spec import Durability, Topology
+from lab.targets.broker_ref import BrokerRefTarget
 
 __all__ = ["BENCHMARK"]
 
@@ -19,7 +20,9 @@ TRIALS = 5
 
 def _one(work_dir: Path, nodes: int = 1) -> float:
     started = time.perf_counter()
-    cluster = make_cluster("process", "broker_ref", Topology(nodes=nodes), Durability(), work_dir)
+    cluster = make_cluster(
+        "process", BrokerRefTarget(), Topology(nodes=nodes), Durability(), work_dir
+    )
     try:
         master = cluster.start()
         send_one(cluster.client_urls()[cluster.node_names.index(master)])

@@ -9,6 +9,7 @@ from lab.backends.catalog import make_cluster
 from lab.bench._base import Benchmark, Say
 from lab.bench.load import acknowledged_per_second
 from lab.ground.spec import Durability, Topology, Workload
+from lab.targets.broker_ref import BrokerRefTarget
 
 __all__ = ["BENCHMARK"]
 
@@ -28,7 +29,7 @@ def _measure(urls: list[str], nodes: tuple[str, ...], work_dir: Path, say: Say) 
 def run(say: Say) -> str:
     with tempfile.TemporaryDirectory(prefix="lab-bench-throughput-") as tmp:
         root = Path(tmp)
-        cluster = make_cluster("process", "broker_ref", Topology(nodes=1), Durability(), root)
+        cluster = make_cluster("process", BrokerRefTarget(), Topology(nodes=1), Durability(), root)
         try:
             cluster.start()
             say(f"through Toxiproxy, {SECONDS:.0f} s, 1 producer / 1 consumer, 100-byte messages")

@@ -13,10 +13,14 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from lab import __version__
 from lab.ground.errors import LabError, UsageError
+
+if TYPE_CHECKING:
+    from lab.ground.spec import RunSpec
+    from lab.run.cluster import RunParts
 
 __all__ = ["main"]
 
@@ -117,62 +121,43 @@ def _build_parser() -> argparse.ArgumentParser:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    from lab.compose import parts_for
     from lab.ground.spec import Durability, parse_seed
-    from scenarios.catalog import scenario_named
 
-    scenario = scenario_named(args.scenario)
+    parts = parts_for(args.scenario, args.backend, args.target)
+    scenario = parts.scenario
     seed = parse_seed(args.seed) if args.seed is not None else int.from_bytes(os.urandom(4), "big")
     durability = None
     if args.durability is not None or args.coalescing is not None:
         base = scenario.durability
         coalescing = base.coalescing_sync if args.coalescing is None else args.coalescing
         durability = Durability.parse(args.durability or base.triplet, coalescing)
-    spec = scenario.spec(seed, backend=args.backend, target=args.target, durability=durability)
-    return _execute(spec, args.runs_dir)
+    spec = scenario.spec(seed, backend=args.backend, target=parts.target, durability=durability)
+    return _execute(spec, parts, args.runs_dir)
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
+    from lab.compose import parts_for
     from lab.ground.spec import RunSpec
     from lab.run.folder import RunFolder
 
     source = RunFolder.open_existing(args.run_dir)
     spec = RunSpec.from_json(source.read_spec(), source.spec)
+    parts = parts_for(spec.scenario, spec.backend, spec.target)
     runs_dir = args.runs_dir or source.path.parent.parent
-    return _execute(spec, runs_dir)
+    return _execute(spec, parts, runs_dir)
 
 
-def _execute(spec: object, runs_dir: Path) -> int:
-    from lab.backends.catalog import make_cluster  # noqa: F401  (fail early on a bad backend below)
-    from lab.ground.spec import BACKENDS, TARGETS, RunSpec
+def _execute(spec: RunSpec, parts: RunParts, runs_dir: Path) -> int:
     from lab.run.progress import progress_for
-    from lab.run.runner import reproduce_command, run_scenario
-    from scenarios.catalog import scenario_named
+    from lab.run.runner import run_scenario
 
-    assert isinstance(spec, RunSpec)
-    if spec.backend not in BACKENDS:
-        raise UsageError(f"unknown backend {spec.backend!r} (known: {', '.join(BACKENDS)})")
-    if spec.target not in TARGETS:
-        raise UsageError(f"unknown target {spec.target!r} (known: {', '.join(TARGETS)})")
-    scenario = scenario_named(spec.scenario)
-    if spec.backend not in scenario.backends:
-        raise UsageError(
-            f"scenario {spec.scenario!r} runs on the {' or '.join(scenario.backends)} backend, "
-            f"not {spec.backend!r} (use --backend {scenario.backends[0]})"
-        )
     print(f"lab: running {spec.scenario} with seed {spec.seed}", file=sys.stderr)
-    try:
-        outcome = run_scenario(spec, scenario, runs_dir, progress=progress_for(sys.stderr))
-    except LabError:
-        print(
-            f"reproduce: .venv/bin/lab run {spec.scenario} --seed {spec.seed} "
-            f"--backend {spec.backend}",
-            file=sys.stderr,
-        )
-        raise
+    outcome = run_scenario(spec, parts, runs_dir, progress=progress_for(sys.stderr))
     print(outcome.folder.path)
     print(outcome.summary)
     if not outcome.verdict.held:
-        print(f"reproduce: {reproduce_command(outcome.folder)}")
+        print(f"reproduce: {outcome.reproduce}")
         return 1
     return 0
 
@@ -327,6 +312,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _COMMANDS[args.command](args)
     except LabError as exc:
         print(f"lab: error: {exc}", file=sys.stderr)
+        for note in getattr(exc, "__notes__", ()):
+            print(f"lab: {note}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("lab: interrupted; every fault was healed and every process stopped", file=sys.stderr)

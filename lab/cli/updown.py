@@ -12,8 +12,9 @@ from typing import Any
 
 from lab.backends.catalog import Cluster, make_cluster
 from lab.ground.errors import ClusterError, InputError, UsageError
+from lab.ground.files import write_json
 from lab.ground.spec import Durability, Topology
-from lab.run.folder import write_json
+from lab.targets.catalog import make_target
 
 __all__ = ["cluster_down", "cluster_up"]
 
@@ -41,7 +42,7 @@ def cluster_up(
     work_dir.mkdir(parents=True, exist_ok=True)
     cluster = make_cluster(
         backend,
-        target,
+        make_target(target),
         Topology(nodes=nodes),
         Durability(),
         work_dir,

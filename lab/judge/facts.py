@@ -12,10 +12,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from lab.ground.nodes import BROKER_REF_TRAITS, TargetTraits
 from lab.judge.metrics import NS, RunMetrics
-from lab.targets.protocol import Target
 
-__all__ = ["BROKER_REF", "FaultFacts", "LogLine", "RunFacts", "TargetTraits", "UnknownReference"]
+__all__ = ["FaultFacts", "LogLine", "RunFacts", "UnknownReference"]
 
 
 class UnknownReference(Exception):
@@ -41,36 +41,18 @@ class LogLine:
 
 
 @dataclass(frozen=True)
-class TargetTraits:
-    """What a verdict needs of the target: its name (whose log codes its nodes write) and
-    how much longer than broker_ref's, for which the predictions' bounds are set, its
-    elections and its nodes' restarts take."""
-
-    name: str = "broker_ref"
-    election_allowance_s: float = 0.0
-    restart_allowance_s: float = 0.0
-
-    @staticmethod
-    def of(target: Target) -> TargetTraits:
-        return TargetTraits(target.name, target.election_allowance_s, target.restart_allowance_s)
-
-
-BROKER_REF = TargetTraits()  # the target the predictions' bounds are set for
-
-
-@dataclass(frozen=True)
 class RunFacts:
     faults: Mapping[str, FaultFacts]
     logs: tuple[LogLine, ...]
     final_roles: Mapping[str, str | None]
     metrics: RunMetrics
-    target: TargetTraits = BROKER_REF
+    target: TargetTraits = BROKER_REF_TRAITS
 
     @staticmethod
     def gather(
         events: Iterable[Mapping[str, Any]],
         metrics: RunMetrics,
-        target: TargetTraits = BROKER_REF,
+        target: TargetTraits = BROKER_REF_TRAITS,
     ) -> RunFacts:
         starts: dict[str, FaultFacts] = {}
         ends: dict[str, float] = {}

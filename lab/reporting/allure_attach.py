@@ -34,6 +34,7 @@ from lab.ground.spec import RunSpec
 from lab.judge.metrics import read_events, read_operations, run_metrics
 from lab.reporting.timeline_chart import render_timeline, timeline_from_run
 from lab.run.folder import RunFolder
+from lab.run.reproduce import reproduce_command
 
 __all__ = [
     "CHECKER_RESULT",
@@ -359,7 +360,7 @@ def _description(
     commands.append(
         (
             "Replay this run folder (its spec and fault schedule)",
-            str(result.get("reproduce") or f".venv/bin/lab replay {folder.path}"),
+            str(result.get("reproduce") or reproduce_command(spec, folder.path)),
         )
     )
     return Description(

@@ -22,7 +22,7 @@ from typing import IO, Any
 
 from lab.ground.errors import InputError, UsageError
 
-__all__ = ["EventLog", "HistoryRecorder", "JsonlWriter", "RunClock", "RunFolder", "write_json"]
+__all__ = ["EventLog", "HistoryRecorder", "JsonlWriter", "RunClock", "RunFolder"]
 
 EVENTS_VERSION = 1
 
@@ -109,13 +109,6 @@ class HistoryRecorder:
     def close(self) -> None:
         with self._lock:
             self._file.close()
-
-
-def write_json(path: Path, obj: Any) -> None:
-    """Write a JSON file whole or not at all (temp file, then rename)."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
 
 
 @dataclass(frozen=True)

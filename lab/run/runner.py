@@ -1,15 +1,16 @@
 """One run of a scenario, end to end, into one run folder (architecture.md, data flow).
 
     spec.json → schedule.jsonl (planned) → cluster up → workers → faults on schedule
-    → heal all → producers stop → consumers drain → check → result.json
+    → heal all → producers stop → consumers drain → judge → result.json
 
-Heals, workers and the cluster are torn down in `finally`, also on Ctrl-C.
+Heals, workers and the cluster are torn down in `finally`, also on Ctrl-C and SIGTERM.
+What the run is made of (the scenario, the target's traits, how to make the cluster)
+comes from its caller as `RunParts` (lab.run.cluster).
 """
 
 from __future__ import annotations
 
 import contextlib
-import shlex
 import signal
 import time
 from collections.abc import Callable, Iterator
@@ -18,33 +19,44 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from faults.base import preflight
 from faults.nemesis import Nemesis
-from lab.backends.catalog import Cluster, make_cluster, make_target
+from faults.preflight import preflight
 from lab.ground.errors import LabError
 from lab.ground.faultops import FaultOp
+from lab.ground.files import write_json
 from lab.ground.paths import LAB_ROOT
 from lab.ground.spec import RunSpec, git_revision
-from lab.judge.checker import CheckResult, check_path
-from lab.judge.facts import TargetTraits
-from lab.judge.metrics import RunMetrics, read_events, read_operations, run_metrics
-from lab.run.folder import EventLog, HistoryRecorder, JsonlWriter, RunClock, RunFolder, write_json
+from lab.judge.checker import CheckResult
+from lab.judge.metrics import RunMetrics
+from lab.judge.prediction import Verdict
+from lab.judge.result import Judgement, RunResult, judge_run
+from lab.run.cluster import Cluster, RunParts
+from lab.run.folder import EventLog, HistoryRecorder, JsonlWriter, RunClock, RunFolder
 from lab.run.progress import NoProgress, Progress
+from lab.run.reproduce import reproduce_command
 from lab.run.workers import WorkerProcess, worker_plans
-from scenarios.base import Scenario, Verdict
 
-__all__ = ["RunOutcome", "reproduce_command", "run_scenario"]
-
-RESULT_VERSION = 1
+__all__ = ["RunOutcome", "run_scenario"]
 
 
 @dataclass(frozen=True)
 class RunOutcome:
     folder: RunFolder
     spec: RunSpec
-    verdict: Verdict
-    check: CheckResult
-    metrics: RunMetrics
+    judgement: Judgement
+    reproduce: str
+
+    @property
+    def verdict(self) -> Verdict:
+        return self.judgement.verdict
+
+    @property
+    def check(self) -> CheckResult:
+        return self.judgement.check
+
+    @property
+    def metrics(self) -> RunMetrics:
+        return self.judgement.metrics
 
     @property
     def summary(self) -> str:
@@ -58,10 +70,6 @@ class RunOutcome:
         if self.verdict.reasons:
             line += " (" + "; ".join(self.verdict.reasons) + ")"
         return line
-
-
-def reproduce_command(folder: RunFolder) -> str:
-    return f".venv/bin/lab replay {shlex.quote(str(folder.path))}"
 
 
 @contextlib.contextmanager
@@ -83,9 +91,9 @@ def _interrupts_as_exceptions() -> Iterator[None]:
 
 
 class _Run:
-    def __init__(self, spec: RunSpec, scenario: Scenario, folder: RunFolder, progress: Progress):
+    def __init__(self, spec: RunSpec, parts: RunParts, folder: RunFolder, progress: Progress):
         self.spec = spec
-        self.scenario = scenario
+        self.parts = parts
         self.folder = folder
         self.progress = progress
         self.clock = RunClock()
@@ -127,15 +135,7 @@ class _Run:
         write_json(self.folder.spec, spec.to_json())
         for op in spec.schedule:
             self.schedule_log.write({"phase": "planned", **op.to_json()})
-        self.cluster = make_cluster(
-            spec.backend,
-            spec.target,
-            spec.topology,
-            spec.durability,
-            self.folder.path,
-            events=self.events,
-            group=spec.group,
-        )
+        self.cluster = self.parts.cluster(spec, self.folder.path, self.events)
         try:
             self._body(self.cluster)
         finally:
@@ -196,9 +196,12 @@ class _Run:
 
     def _snapshot_nodes(self, cluster: Cluster) -> None:
         """Store listings and the nodes' own view, taken at the end."""
+        plan = cluster.plan
+        if plan is None:
+            return
         for name, status in cluster.statuses().items():
-            node = cluster.node(name)
-            data_dir = node.plan.data_dir
+            node = plan.node(name)
+            data_dir = node.data_dir
             files = (
                 [
                     {"file": str(p.relative_to(data_dir)), "bytes": p.stat().st_size}
@@ -219,7 +222,7 @@ class _Run:
                     "queue_depths": dict(status.queue_depths),
                 },
             }
-            write_json(node.plan.node_dir / "store.json", listing)
+            write_json(node.node_dir / "store.json", listing)
             self.events.emit("node.status", name, role=None if status is None else status.role)
 
     def _teardown(self) -> None:
@@ -246,7 +249,7 @@ class _Run:
 
 def run_scenario(
     spec: RunSpec,
-    scenario: Scenario,
+    parts: RunParts,
     runs_dir: Path,
     *,
     progress: Progress | None = None,
@@ -255,43 +258,17 @@ def run_scenario(
     shown = progress or NoProgress()
     spec = replace(spec, git_revision=git_revision(LAB_ROOT))
     folder = RunFolder.create(runs_dir, spec.scenario, spec.seed)
-    run = _Run(spec, scenario, folder, shown)
+    reproduce = reproduce_command(spec, folder.path, parts)
+    run = _Run(spec, parts, folder, shown)
     with _interrupts_as_exceptions():
         try:
             run.execute()
         except BaseException as exc:
-            write_json(
-                folder.result,
-                {
-                    "v": RESULT_VERSION,
-                    "scenario": spec.scenario,
-                    "seed": spec.seed,
-                    "verdict": "unknown",
-                    "error": f"{type(exc).__name__}: {exc}",
-                    "reproduce": reproduce_command(folder),
-                },
-            )
+            RunResult.failed(spec, exc, reproduce).write(folder.result)
+            exc.add_note(f"run folder: {folder.path}")
+            exc.add_note(f"reproduce: {reproduce}")
             raise
-    check = check_path(folder.history)
-    events = read_events(folder.events)
-    metrics = run_metrics(read_operations(folder.history), events)
-    prediction = scenario.prediction_for(spec)
-    verdict = prediction.judge(check, events, metrics, TargetTraits.of(make_target(spec.target)))
-    outcome = RunOutcome(folder, spec, verdict, check, metrics)
-    write_json(
-        folder.result,
-        {
-            "v": RESULT_VERSION,
-            "scenario": spec.scenario,
-            "seed": spec.seed,
-            "target": spec.target,
-            "backend": spec.backend,
-            "verdict": verdict.outcome,
-            "reasons": list(verdict.reasons),
-            "prediction": prediction.text,
-            "check": check.to_json(),
-            "metrics": metrics.to_json(),
-            "reproduce": reproduce_command(folder),
-        },
-    )
-    return outcome
+    prediction = parts.scenario.prediction_for(spec)
+    judgement = judge_run(folder.history, folder.events, prediction, parts.target)
+    RunResult.judged(spec, judgement, reproduce).write(folder.result)
+    return RunOutcome(folder, spec, judgement, reproduce)

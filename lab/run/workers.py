@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from lab.backends.process.node import popen_options
+from lab.ground.children import popen_options
 from lab.ground.events import Events
 from lab.ground.spec import Workload
 from lab.run.folder import HistoryRecorder

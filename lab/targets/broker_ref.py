@@ -12,16 +12,10 @@ import sys
 from typing import Any
 
 from lab.ground.errors import UsageError
+from lab.ground.nodes import ClusterPlan, NodePlan
 from lab.ground.ports import HOST
 from lab.targets.management import Credentials
-from lab.targets.protocol import (
-    ClusterPlan,
-    ContainerLaunch,
-    LogRecord,
-    NodePlan,
-    RestManagement,
-    parse_oplog_line,
-)
+from lab.targets.protocol import ContainerLaunch, LogRecord, RestManagement, parse_oplog_line
 
 __all__ = ["CONTAINER_CONFIG", "GROUP_SIZES", "BrokerRefTarget", "check_plan", "node_config"]
 

@@ -9,67 +9,25 @@ from __future__ import annotations
 
 import re
 import subprocess
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from lab.ground.errors import ClusterError
+from lab.ground.nodes import ClusterPlan, NodePlan, NodeStatus, TargetTraits
 from lab.ground.ports import HOST
-from lab.ground.spec import Durability, GroupSettings
 from lab.targets.management import Credentials, ManagementClient
 
 __all__ = [
-    "ClusterPlan",
     "ContainerLaunch",
     "JvmTarget",
     "LogRecord",
     "ManagedTarget",
-    "NodePlan",
-    "NodeStatus",
     "RestManagement",
     "Target",
     "parse_oplog_line",
     "run_command",
+    "traits_of",
 ]
-
-
-@dataclass(frozen=True)
-class NodePlan:
-    name: str
-    amqp_port: int
-    management_port: int
-    replication_port: int
-    data_dir: Path
-    node_dir: Path
-
-
-@dataclass(frozen=True)
-class ClusterPlan:
-    group: str
-    nodes: tuple[NodePlan, ...]
-    durability: Durability
-    # node -> peer -> "host:port" the node dials to reach the peer (a Toxiproxy proxy)
-    peer_addresses: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
-    settings: GroupSettings = field(default_factory=GroupSettings)
-
-    @property
-    def names(self) -> tuple[str, ...]:
-        return tuple(plan.name for plan in self.nodes)
-
-    def node(self, name: str) -> NodePlan:
-        for plan in self.nodes:
-            if plan.name == name:
-                return plan
-        raise KeyError(name)
-
-
-@dataclass(frozen=True)
-class NodeStatus:
-    name: str
-    role: str
-    last_transaction_id: int | None = None
-    queue_depths: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -217,3 +175,8 @@ def run_command(command: list[str], timeout_s: float = 30.0) -> str:
     if done.returncode != 0:
         raise ClusterError(f"{' '.join(command)}: {(done.stderr or done.stdout).strip()}")
     return done.stdout.strip()
+
+
+def traits_of(target: Target) -> TargetTraits:
+    """What a run needs to know of the target besides how to start it (lab.ground.nodes)."""
+    return TargetTraits(target.name, target.election_allowance_s, target.restart_allowance_s)

@@ -47,10 +47,11 @@ from lab.backends.docker.volumes import RunVolumes
 from lab.backends.toxiproxy import ProxyInfo, ToxiproxyClient
 from lab.ground.errors import ClusterError, LabError
 from lab.ground.events import Events, NoEvents
+from lab.ground.nodes import ClusterPlan, NodePlan
 from lab.ground.ports import HOST, require_free
 from lab.ground.spec import Durability, GroupSettings, Topology
 from lab.ground.topology import Link, links_for, split_node_link
-from lab.targets.protocol import ClusterPlan, ContainerLaunch, JvmTarget, NodePlan, Target
+from lab.targets.protocol import ContainerLaunch, JvmTarget, Target
 
 __all__ = ["DockerCluster"]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lab.targets.protocol import NodePlan
+from lab.ground.nodes import NodePlan
 
 __all__ = [
     "AMQP_PORT",

@@ -22,7 +22,8 @@ from requests.exceptions import RequestException
 from lab.backends.node_log import take_log_line
 from lab.ground.errors import ClusterError
 from lab.ground.events import Events
-from lab.targets.protocol import NodePlan, Target
+from lab.ground.nodes import NodePlan
+from lab.targets.protocol import Target
 
 __all__ = ["NodeContainer"]
 

@@ -8,14 +8,16 @@ from pathlib import Path
 from typing import Any
 
 from lab.backends.base import ClusterBase
-from lab.backends.process.node import NodeProcess, popen_options
+from lab.backends.process.node import NodeProcess
 from lab.backends.toxiproxy import ProxyInfo, ToxiproxyClient, start_server
+from lab.ground.children import popen_options
 from lab.ground.errors import LabError
 from lab.ground.events import Events, NoEvents
+from lab.ground.nodes import ClusterPlan, NodePlan
 from lab.ground.ports import HOST, require_free
 from lab.ground.spec import Durability, GroupSettings, Topology
 from lab.ground.topology import Link, client_link, links_for
-from lab.targets.protocol import ClusterPlan, JvmTarget, NodePlan, Target, run_command
+from lab.targets.protocol import JvmTarget, Target, run_command
 
 __all__ = ["ProcessCluster"]
 

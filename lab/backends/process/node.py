@@ -2,34 +2,20 @@
 
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
 import subprocess
 import threading
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 from lab.backends.node_log import take_log_line
+from lab.ground.children import popen_options
 from lab.ground.events import Events
-from lab.targets.protocol import NodePlan, Target
+from lab.ground.nodes import NodePlan
+from lab.targets.protocol import Target
 
-__all__ = ["NodeProcess", "die_with_parent", "popen_options"]
-
-_PR_SET_PDEATHSIG = 1
-
-
-def die_with_parent() -> None:
-    """In the child: receive SIGKILL when the lab process that started it dies."""
-    libc = ctypes.CDLL("libc.so.6", use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-
-
-def popen_options(detached: bool) -> dict[str, Any]:
-    """Detached processes (`lab up`) outlive the lab; all others die with it."""
-    if detached:
-        return {"start_new_session": True}
-    return {"preexec_fn": die_with_parent}
+__all__ = ["NodeProcess"]
 
 
 class NodeProcess:

@@ -25,9 +25,9 @@ import json
 from typing import Any
 
 from lab.ground.errors import UsageError
+from lab.ground.nodes import ClusterPlan, NodePlan
 from lab.ground.spec import Durability, GroupSettings
 from lab.targets.management import Credentials
-from lab.targets.protocol import ClusterPlan, NodePlan
 
 __all__ = [
     "ACK_POLICY",

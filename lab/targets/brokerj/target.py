@@ -14,17 +14,11 @@ import re
 import shutil
 
 from lab.ground.errors import SetupError
+from lab.ground.nodes import ClusterPlan, NodePlan
 from lab.ground.ports import HOST
 from lab.targets.brokerj.config import check_group, initial_config
 from lab.targets.brokerj.distribution import VERSION, Distribution, ensure_distribution
-from lab.targets.protocol import (
-    ClusterPlan,
-    ContainerLaunch,
-    LogRecord,
-    NodePlan,
-    RestManagement,
-    match_log_line,
-)
+from lab.targets.protocol import ContainerLaunch, LogRecord, RestManagement, match_log_line
 
 __all__ = ["CONTAINER_HOME", "BrokerJTarget", "parse_brokerj_line"]
 

@@ -1,33 +1,33 @@
-"""Faults (Jepsen's nemeses): each a small object with `apply` and its `heal`.
+"""What a cluster can have done to it: each optional ability its own small protocol.
 
-The cluster a fault acts on offers optional abilities, each its own protocol:
+The cluster a fault acts on offers optional abilities (Jepsen's `db/Kill`, `db/Pause`):
 `Killable` (kill -9, restart), `Pausable` (SIGSTOP/SIGCONT), `Proxied` (the
 Toxiproxy proxy on each link), `Roled` (each node's role can be read: what
 `@master` / `@replica:2` targets resolve against), `Managed` (a management API
-client per node: operator faults). A fault checks the ability it needs.
+client per node: operator faults). A fault checks the ability it needs, with
+`require_ability` or one of the `as_*` helpers, and says in one line what it needs.
 
-Heals are idempotent: healing what is already healed does nothing harmful,
-so every heal can run again in `finally`.
+The clients behind `Proxied` and `Managed` are protocols too (`ProxyControl`,
+`NodeManagement`): what a fault asks of Toxiproxy or of a node's management API,
+whichever backend or target answers it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any, Protocol, runtime_checkable
 
-from lab.backends.toxiproxy import ToxiproxyClient
 from lab.ground.errors import ClusterError
-from lab.ground.faultops import FaultOp
-from lab.targets.management import ManagementClient
 
 __all__ = [
     "Collectable",
-    "Fault",
     "Killable",
     "Linked",
     "Managed",
+    "NodeManagement",
     "Pausable",
     "Proxied",
+    "ProxyControl",
     "Roled",
     "as_collectable",
     "as_killable",
@@ -36,9 +36,28 @@ __all__ = [
     "as_pausable",
     "as_proxied",
     "as_roled",
-    "preflight",
     "require_ability",
 ]
+
+
+class ProxyControl(Protocol):
+    """What toxics need of Toxiproxy's API."""
+
+    def add_toxic(
+        self, proxy_name: str, toxic: str, kind: str, stream: str, attributes: dict[str, int]
+    ) -> None: ...
+
+    def remove_toxic(self, proxy_name: str, toxic: str) -> None:
+        """Remove a toxic; one that is already gone is fine."""
+        ...
+
+
+class NodeManagement(Protocol):
+    """What operator faults need of a node's management API."""
+
+    def node_attributes(self) -> dict[str, Any]: ...
+
+    def set_attributes(self, **attributes: Any) -> None: ...
 
 
 @runtime_checkable
@@ -62,7 +81,7 @@ class Collectable(Protocol):
 
 @runtime_checkable
 class Proxied(Protocol):
-    def proxy_client(self) -> ToxiproxyClient: ...
+    def proxy_client(self) -> ProxyControl: ...
 
     def require_proxy(self, name: str) -> str: ...
 
@@ -92,38 +111,8 @@ class Roled(Protocol):
 
 @runtime_checkable
 class Managed(Protocol):
-    def management(self, name: str) -> ManagementClient:
+    def management(self, name: str) -> NodeManagement:
         """A client for the management API of node `name`."""
-        ...
-
-
-def preflight(cluster: object, ops: Iterable[FaultOp]) -> None:
-    """Refuse, before the cluster starts, a schedule with a fault the cluster cannot apply
-    (a fault kind may offer `preflight(cluster, op)`; most need nothing checked)."""
-    from faults.catalog import fault_for
-
-    for op in ops:
-        if op.action != "start":
-            continue
-        check = getattr(fault_for(op.fault), "preflight", None)
-        if check is not None:
-            check(cluster, op)
-
-
-class Fault(Protocol):
-    """A kind of fault. `heal` must undo `apply` and be safe to run more than once."""
-
-    @property
-    def kind(self) -> str:
-        """The fault's name in schedules."""
-        ...
-
-    def apply(self, cluster: object, op: FaultOp) -> None:
-        """Inject the fault described by a `start` operation."""
-        ...
-
-    def heal(self, cluster: object, op: FaultOp) -> None:
-        """Undo it; called for the matching `stop`, and again in `finally`."""
         ...
 
 

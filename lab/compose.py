@@ -1,0 +1,48 @@
+"""How a run is put together from names: its scenario, its target and its cluster.
+
+The CLI, the pytest plugin and campaigns compose runs here, once per run, and check
+everything before anything starts: an unknown scenario, target or backend, or a scenario
+that cannot run on the backend, is a one-line UsageError.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lab.backends.catalog import make_cluster
+from lab.ground.errors import UsageError
+from lab.ground.events import Events
+from lab.ground.spec import BACKENDS, RunSpec
+from lab.run.cluster import Cluster, ClusterFactory, RunParts
+from lab.targets.catalog import make_target
+from lab.targets.protocol import Target, traits_of
+from scenarios.catalog import scenario_named
+
+__all__ = ["parts_for"]
+
+
+def parts_for(scenario: str, backend: str, target: str) -> RunParts:
+    """The parts of a run of `scenario` against `target` on `backend`, checked."""
+    if backend not in BACKENDS:
+        raise UsageError(f"unknown backend {backend!r} (known: {', '.join(BACKENDS)})")
+    chosen = scenario_named(scenario)
+    refusal = chosen.refusal(backend)
+    if refusal is not None:
+        raise UsageError(refusal)
+    node_target = make_target(target)
+    return RunParts(chosen, traits_of(node_target), _cluster_factory(node_target))
+
+
+def _cluster_factory(target: Target) -> ClusterFactory:
+    def make(spec: RunSpec, work_dir: Path, events: Events) -> Cluster:
+        return make_cluster(
+            spec.backend,
+            target,
+            spec.topology,
+            spec.durability,
+            work_dir,
+            events=events,
+            group=spec.group,
+        )
+
+    return make

@@ -1,0 +1,25 @@
+"""Child processes of the lab: each dies with the lab process that started it, unless it
+is meant to outlive it (a cluster started by `lab up`)."""
+
+from __future__ import annotations
+
+import ctypes
+import signal
+from typing import Any
+
+__all__ = ["die_with_parent", "popen_options"]
+
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """In the child: receive SIGKILL when the lab process that started it dies."""
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def popen_options(detached: bool) -> dict[str, Any]:
+    """Detached processes (`lab up`) outlive the lab; all others die with it."""
+    if detached:
+        return {"start_new_session": True}
+    return {"preexec_fn": die_with_parent}

@@ -1,0 +1,17 @@
+"""Files written whole or not at all."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+__all__ = ["write_json"]
+
+
+def write_json(path: Path, obj: Any) -> None:
+    """Write a JSON file whole or not at all (a temporary file, then a rename)."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(obj, indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, path)

@@ -1,0 +1,65 @@
+"""What a cluster's nodes are, as plain values: each node's plan (ports, folders), the
+cluster's plan, a node's status as it reports it, and the traits of the target they run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lab.ground.spec import Durability, GroupSettings
+
+__all__ = ["BROKER_REF_TRAITS", "ClusterPlan", "NodePlan", "NodeStatus", "TargetTraits"]
+
+
+@dataclass(frozen=True)
+class NodePlan:
+    name: str
+    amqp_port: int
+    management_port: int
+    replication_port: int
+    data_dir: Path
+    node_dir: Path
+
+
+@dataclass(frozen=True)
+class ClusterPlan:
+    group: str
+    nodes: tuple[NodePlan, ...]
+    durability: Durability
+    # node -> peer -> "host:port" the node dials to reach the peer (a Toxiproxy proxy)
+    peer_addresses: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    settings: GroupSettings = field(default_factory=GroupSettings)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(plan.name for plan in self.nodes)
+
+    def node(self, name: str) -> NodePlan:
+        for plan in self.nodes:
+            if plan.name == name:
+                return plan
+        raise KeyError(name)
+
+
+@dataclass(frozen=True)
+class NodeStatus:
+    name: str
+    role: str
+    last_transaction_id: int | None = None
+    queue_depths: Mapping[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TargetTraits:
+    """What a run needs to know of its target beyond its name: how much longer than
+    broker_ref's (for which the predictions' bounds are set) its elections and its nodes'
+    restarts take."""
+
+    name: str = "broker_ref"
+    election_allowance_s: float = 0.0
+    restart_allowance_s: float = 0.0
+
+
+BROKER_REF_TRAITS = TargetTraits()  # the target the predictions' bounds are set for

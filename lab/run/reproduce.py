@@ -1,0 +1,50 @@
+"""The one command that reproduces a run, for the CLI, the runner, Allure and the plugin.
+
+A run whose spec is exactly what `lab run SCENARIO --seed N …` makes (its schedule comes
+from its scenario and seed) is reproduced by that command, with every setting that
+differs from the defaults: backend, target, durability. Any other run (a replay of an
+edited spec, a schedule written by hand) is reproduced by `lab replay FOLDER`, never by a
+`lab run` that would run a different schedule.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import replace
+from pathlib import Path
+
+from lab.ground.nodes import TargetTraits
+from lab.ground.spec import RunSpec
+from lab.run.cluster import RunParts
+from scenarios.base import Scenario
+
+__all__ = ["LAB", "reproduce_command"]
+
+LAB = ".venv/bin/lab"
+
+
+def _made_from_seed(spec: RunSpec, scenario: Scenario, target: TargetTraits) -> bool:
+    made = scenario.spec(spec.seed, backend=spec.backend, target=target, durability=spec.durability)
+    return replace(made, lab_version=spec.lab_version, git_revision=spec.git_revision) == spec
+
+
+def reproduce_command(spec: RunSpec, folder: Path, parts: RunParts | None = None) -> str:
+    """`lab run …` when the spec comes from its scenario and seed (given the parts the run
+    was made of), else `lab replay FOLDER`."""
+    replay = f"{LAB} replay {shlex.quote(str(folder))}"
+    if parts is None:
+        return replay
+    scenario, target = parts.scenario, parts.target
+    if scenario.name != spec.scenario or target.name != spec.target:
+        return replay
+    if not _made_from_seed(spec, scenario, target):
+        return replay
+    words = [LAB, "run", spec.scenario, "--seed", str(spec.seed)]
+    if spec.backend != "process":
+        words += ["--backend", spec.backend]
+    if spec.target != "broker_ref":
+        words += ["--target", spec.target]
+    if spec.durability != scenario.durability:
+        coalescing = "--coalescing" if spec.durability.coalescing_sync else "--no-coalescing"
+        words += ["--durability", spec.durability.triplet, coalescing]
+    return shlex.join(words)
