@@ -4,25 +4,13 @@ Addresses are queue names. A client's sender link puts messages on the queue
 named by its target; a client's receiver link takes them from the queue named
 by its source. A queue is declared (durably) when first attached.
 
-A producer's transfer is staged in the group commit as it arrives and settled
-`accepted` only when `commit` returns it, after the fsync; the commit runs once
-at the end of each reactor batch (REACTOR_QUIESCED), so one fsync covers every
-transfer in the batch. Consumers get unsettled deliveries within their credit;
-accepted or rejected → the message leaves the queue (DEQUEUE); released or
-modified → it waits again; unsettled when the link or connection goes → it
-waits again, marked redelivered. Only a MASTER serves clients.
-
-While the log cannot be written (a full disk), each batch is refused: the log is
-cut back to what it held before the batch, and its producers' transfers are
-rejected with amqp:resource-limit-exceeded, never acknowledged and then lost.
-Every new batch tries the disk again, so service resumes when space returns.
-
-In a group, a committed transfer is settled only once the replicas the
-durability policy asks for have acknowledged it (`acked_through`); if they do
-not within `insufficient_replicas_timeout_s`, the producer's link is closed with
-an error, so its outcome is unknown to the client, never a silent success. A
-replica applies its master's records (`apply`), and a rejoining node discards
-what its master never had (`rollback`).
+A producer's transfer goes down the commit path (commit_path.py): staged, committed
+at the end of the reactor's batch, settled `accepted` once durable and acknowledged
+by the replicas the policy asks for. Consumers get unsettled deliveries within their
+credit; accepted or rejected → the message leaves the queue (DEQUEUE); released or
+modified → it waits again; unsettled when the link or connection goes → it waits
+again, marked redelivered. Only a MASTER serves clients; a node that is not one holds
+its master's copy (replica_state.py).
 
 This is a plain proton `Handler` rather than a `MessagingHandler`: it reads a
 transfer's bytes and stores them without decoding, and sends stored bytes as
@@ -33,22 +21,21 @@ from __future__ import annotations
 
 import contextlib
 import sys
-import time
-from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from proton import Condition, Connection, Delivery, Endpoint, Event, Handler, Link, Session
 from proton.reactor import Container
 
 from broker_ref.commit import GroupCommit
+from broker_ref.commit_path import CommitPath
+from broker_ref.consumers import Consumers
 from broker_ref.durability import SyncPolicy
 from broker_ref.errors import StoreError
-from broker_ref.message_codec import mark_redelivered
 from broker_ref.oplog import Code, OperationalLog
 from broker_ref.queues import Queue, QueueBook, QueuedMessage
-from broker_ref.records import Declare, Dequeue, Enqueue, Record, decode_payload
+from broker_ref.records import Declare, Dequeue, Enqueue
+from broker_ref.replica_state import ReplicaState
 from broker_ref.roles import Role, RoleTracker
 
 if TYPE_CHECKING:
@@ -64,17 +51,6 @@ ACK_CHECK_S = 0.25
 SHUTDOWN_GRACE_S = 1.0
 FORCED = "amqp:connection:forced"
 _OUTCOMES = (Delivery.ACCEPTED, Delivery.REJECTED, Delivery.RELEASED, Delivery.MODIFIED)
-
-
-@dataclass(eq=False)
-class _Consumer:
-    """A client's receiver link: where it reads from and what it holds unsettled."""
-
-    link: Link
-    queue: Queue
-    presettled: bool
-    inflight: dict[Delivery, QueuedMessage] = field(default_factory=dict)
-    next_tag: int = 0
 
 
 class _Timer(Handler):
@@ -108,6 +84,19 @@ class AmqpServer(Handler):
         self._idle_timeout_s = idle_timeout_s
         self._queues = queues
         self._commit = commit
+        self.commit_path = CommitPath(
+            commit,
+            queues,
+            roles,
+            oplog,
+            insufficient_replicas_timeout_s,
+            pump=lambda queue: self.consumers.pump_queue(queue),
+            close_producer=self._close_producer,
+            fatal=container.stop,
+        )
+        self.commit_path.acks_needed = acks_needed
+        self.commit_path.on_committed = on_committed
+        self.replica = ReplicaState(commit, queues, oplog, replica_sync)
         self._roles = roles
         self._oplog = oplog
         self._shutdown_requested = shutdown_requested
@@ -115,17 +104,8 @@ class AmqpServer(Handler):
         self._acceptor = acceptor
         self._connections: set[Connection] = set()
         self._producers: dict[Link, Queue] = {}
-        self._consumers: dict[Link, _Consumer] = {}
-        self._consumers_by_queue: dict[str, list[_Consumer]] = {}
-        self._store_failing = False
+        self.consumers = Consumers(self._dequeue)
         self._closing = False
-        self._acks_needed = acks_needed
-        self._on_committed = on_committed
-        self._replica_sync = replica_sync
-        self._ack_timeout_s = insufficient_replicas_timeout_s
-        # committed records waiting for replica acknowledgements: (txid, record, waiter, since)
-        self._awaiting: deque[tuple[int, Record, Delivery | None, float]] = deque()
-        self._ack_timeouts = 0
         self._suspended = False
         self._held: list[tuple[Link, Delivery, bytes]] = []
         self._timers_started = False
@@ -133,11 +113,6 @@ class AmqpServer(Handler):
     @property
     def queues(self) -> QueueBook:
         return self._queues
-
-    def wire_group(self, acks_needed: Callable[[], int], on_committed: Callable[[], None]) -> None:
-        """Connect the commit path to the node's group (made after this server)."""
-        self._acks_needed = acks_needed
-        self._on_committed = on_committed
 
     def start_timers(self) -> None:
         """Periodic work: write out what NO_SYNC keeps, fail commits whose acks never came."""
@@ -153,7 +128,7 @@ class AmqpServer(Handler):
             self._schedule(FLUSH_INTERVAL_S, self._flush_tick)
 
     def _ack_tick(self) -> None:
-        self._fail_late_commits()
+        self.commit_path.fail_late_commits()
         if not self._closing:
             self._schedule(ACK_CHECK_S, self._ack_tick)
 
@@ -161,7 +136,7 @@ class AmqpServer(Handler):
 
     def on_reactor_quiesced(self, event: Event) -> None:
         if self._commit.pending:
-            self._commit_staged()
+            self.commit_path.commit_staged()
         if not self._closing and self._shutdown_requested():
             self._begin_shutdown()
 
@@ -169,7 +144,7 @@ class AmqpServer(Handler):
         self._closing = True
         self._roles.change(Role.DETACHED)  # leaving the group: no longer master or replica
         if self._commit.pending:
-            self._commit_staged()
+            self.commit_path.commit_staged()
         self._acceptor.close()
         self.disconnect_clients("broker shutting down")
         self._stop_when_idle()
@@ -239,7 +214,7 @@ class AmqpServer(Handler):
 
     def on_session_remote_close(self, event: Event) -> None:
         session = _session(event)
-        for link in [*self._producers, *self._consumers]:
+        for link in [*self._producers, *self.consumers.links()]:
             if link.session == session:
                 self._drop_link(link)
         if session.state & Endpoint.LOCAL_ACTIVE:
@@ -249,7 +224,7 @@ class AmqpServer(Handler):
         if connection not in self._connections:
             return
         self._connections.discard(connection)
-        for link in [*self._producers, *self._consumers]:
+        for link in [*self._producers, *self.consumers.links()]:
             if link.connection == connection:
                 self._drop_link(link)
         self._oplog.info(Code.CONNECTION_CLOSE, f"Close : Peer : {connection.url}")
@@ -281,10 +256,14 @@ class AmqpServer(Handler):
         if presettled:
             link.snd_settle_mode = Link.SND_SETTLED
         link.open()
-        consumer = _Consumer(link, queue, presettled)
-        self._consumers[link] = consumer
-        self._consumers_by_queue.setdefault(queue.name, []).append(consumer)
-        self._pump(consumer)
+        self.consumers.add(link, queue, presettled)
+
+    def _close_producer(self, link: Link, condition: Condition) -> None:
+        """Close a producer's link with an error: its unsettled transfers' outcome is unknown."""
+        if link.state & Endpoint.LOCAL_ACTIVE:
+            link.condition = condition
+            link.close()
+        self._producers.pop(link, None)
 
     def _refuse_link(self, link: Link, name: str, description: str) -> None:
         link.condition = Condition(name, description)
@@ -304,23 +283,11 @@ class AmqpServer(Handler):
 
     def _drop_link(self, link: Link) -> None:
         self._producers.pop(link, None)
-        consumer = self._consumers.pop(link, None)
-        if consumer is None:
-            return
-        self._consumers_by_queue[consumer.queue.name].remove(consumer)
-        inflight = sorted(consumer.inflight.items(), key=lambda item: item[1].seq)
-        consumer.inflight.clear()
-        for delivery, message in inflight:
-            self._give_back(consumer.queue, message, redelivered=True)
-            delivery.settle()
-        if inflight:
-            self._pump_queue(consumer.queue)
+        self.consumers.drop(link)
 
     def on_link_flow(self, event: Event) -> None:
-        link = event.link
-        consumer = self._consumers.get(link) if link is not None else None
-        if consumer is not None:
-            self._pump(consumer)
+        if event.link is not None:
+            self.consumers.flow(event.link)
 
     # ---- queues --------------------------------------------------------------------------------
 
@@ -328,94 +295,8 @@ class AmqpServer(Handler):
         queue = self._queues.get(name)
         if queue is None:
             queue = self._queues.add(name)
-            self._stage(Declare(self._commit.next_txid, name, self._commit.term), None)
+            self.commit_path.stage(Declare(self._commit.next_txid, name, self._commit.term), None)
         return queue
-
-    def _stage(self, record: Declare | Enqueue | Dequeue, waiter: Delivery | None) -> None:
-        if self._roles.current is not Role.MASTER:
-            # Work that reaches a node that just stopped being master (its clients are being
-            # disconnected) is not stored: a producer's transfer stays unsettled, so its
-            # outcome is unknown to it; the queues are rebuilt from the log (become_follower).
-            return
-        self._commit.stage(record, waiter)
-        if not self._commit.coalescing:
-            self._commit_staged()
-
-    def _commit_staged(self) -> None:
-        """The commit point: after it, staged enqueues are visible and their producers acked."""
-        try:
-            committed = self._commit.commit()
-        except StoreError as exc:
-            self._refuse_staged(exc)
-            return
-        if self._store_failing:
-            self._store_failing = False
-            self._oplog.info(Code.STORE_WRITES_RESUMED, "Store writes resumed")
-        if not committed:
-            return
-        self._on_committed()
-        if self._acks_needed() == 0 and not self._awaiting:
-            self._settle(committed)
-            return
-        now = time.monotonic()
-        self._awaiting.extend((record.txid, record, waiter, now) for record, waiter in committed)
-
-    def acked_through(self, txid: int) -> None:
-        """The replicas the policy asks for hold every record up to `txid`: settle them."""
-        done: list[tuple[Record, Delivery | None]] = []
-        awaiting = self._awaiting
-        while awaiting and awaiting[0][0] <= txid:
-            _, record, waiter, _ = awaiting.popleft()
-            done.append((record, waiter))
-        if done:
-            self._settle(done)
-
-    def _settle(self, committed: list[tuple[Record, Delivery | None]]) -> None:
-        """Acknowledge the producers and make the messages visible to consumers."""
-        touched: dict[str, Queue] = {}
-        get_queue = self._queues.get
-        accepted = Delivery.ACCEPTED
-        for record, waiter in committed:
-            if waiter is not None and not waiter.settled:
-                waiter.update(accepted)
-                waiter.settle()
-            if type(record) is Enqueue:
-                queue = touched.get(record.queue) or get_queue(record.queue)
-                if queue is not None:
-                    queue.push(QueuedMessage(record.seq, record.body))
-                    touched[record.queue] = queue
-        for queue in touched.values():
-            self._pump_queue(queue)
-
-    def _fail_late_commits(self) -> None:
-        """Acks that never came fail the commit: the producer's link closes, outcome unknown."""
-        if not self._awaiting:
-            self._ack_timeouts = 0
-            return
-        deadline = time.monotonic() - self._ack_timeout_s
-        late_links: set[Link] = set()
-        for i, (txid, record, waiter, since) in enumerate(self._awaiting):
-            if since > deadline:
-                break
-            if waiter is not None:
-                late_links.add(waiter.link)
-                self._awaiting[i] = (txid, record, None, since)
-        if not late_links:
-            return
-        self._ack_timeouts += 1
-        if self._ack_timeouts == 1:
-            self._oplog.warn(
-                Code.COMMIT_TIMED_OUT,
-                "Commit timed out waiting for replica acknowledgements"
-                f" ({self._acks_needed()} needed) after {self._ack_timeout_s:g} s",
-            )
-        for link in late_links:
-            if link.state & Endpoint.LOCAL_ACTIVE:
-                link.condition = Condition(
-                    "amqp:internal-error", "insufficient replica acknowledgements"
-                )
-                link.close()
-            self._producers.pop(link, None)
 
     # ---- the group's requests (run in this thread through the mailbox) -------------------------
 
@@ -438,27 +319,21 @@ class AmqpServer(Handler):
         self._suspended = False
         self._held = []
         # Staged but not committed: in flight, never replicated; it fails with the connections.
-        self._commit.discard_staged()
-        self._awaiting.clear()
+        self.commit_path.discard()
         self._roles.change(role)
         # A replica's queues are exactly its log: messages handed out, acknowledged or
         # waiting for replica acks as master all count again as the log says.
-        self._rebuild_queues()
+        self.replica.rebuild_queues()
         if was_master:
             self._oplog.info(Code.STORE_PASSIVATED, "Store Passivated")
         self.disconnect_clients("not the master")
-
-    def _rebuild_queues(self) -> None:
-        frames = self._commit.frames.frames(1, 1 << 62) if self._commit.frames.last_txid else []
-        records = [decode_payload(memoryview(frame)[8:]) for frame in frames]
-        self._queues.replace(QueueBook.recover(records))
 
     def suspend(self) -> int:
         """Transfer master, step 2: take no new work (transfers that arrive are held); commit
         what is staged; return the last transaction the chosen node must hold."""
         self._suspended = True
         if self._commit.pending:
-            self._commit_staged()
+            self.commit_path.commit_staged()
         return self._commit.frames.last_txid
 
     def abort_suspended(self) -> None:
@@ -466,76 +341,11 @@ class AmqpServer(Handler):
         self._held = []
         self.disconnect_clients("master transfer")
 
-    def apply(self, frames: list[bytes]) -> int:
-        """A replica stores and applies its master's records; return the last txid held."""
-        store = self._commit.store
-        log = self._commit.frames
-        queues = self._queues
-        for frame in frames:
-            record = decode_payload(memoryview(frame)[8:])
-            if record.txid <= store.last_txid:
-                if log.term_at(record.txid) == record.term:
-                    continue  # already held
-                self._discard_diverged(record.txid - 1)
-                queues = self._queues
-            store.append_frame(record.txid, frame)
-            log.append(record.txid, record.term, frame)
-            queues.apply(record)
-        if self._replica_sync is SyncPolicy.SYNC:
-            store.sync()
-        elif self._replica_sync is SyncPolicy.WRITE_NO_SYNC:
-            store.write_out()
-        return store.last_txid
-
-    def _discard_diverged(self, keep_through: int) -> None:
-        """This node holds records its master never had (written as master just before it
-        stepped down): they go, as any diverged transactions do."""
-        dropped = self.rollback(keep_through)
-        if dropped:
-            self._oplog.warn(Code.TRANSACTIONS_DISCARDED, "Diverged transactions discarded")
-            self._oplog.warn(
-                Code.ROLLED_BACK,
-                f"Rolled back {dropped} transactions after txid {keep_through} to follow"
-                " the master's stream",
-            )
-
-    def rollback(self, keep_through: int) -> int:
-        """Discard every record after `keep_through`; rebuild the queues; return how many went."""
-        dropped = self._commit.store.truncate_after(keep_through)
-        self._commit.frames.truncate_after(keep_through)
-        self._rebuild_queues()
-        return dropped
-
-    def _refuse_staged(self, exc: StoreError) -> None:
-        """The log could not take the batch (a full disk): it is cut back to what it held
-        before, and every producer in the batch is told no: rejected, resource-limit-exceeded.
-        Nothing refused is ever delivered; the next batch tries the disk again."""
-        if not self._store_failing:
-            self._oplog.error(Code.STORE_WRITE_FAILED, f"Store write failed : {exc}")
-        self._store_failing = True
-        try:
-            refused = self._commit.discard_staged()
-        except StoreError as cut_failed:
-            print(f"cannot cut the log back: {cut_failed}", file=sys.stderr)
-            self._container.stop()
-            return
-        for _, waiter in refused:
-            if waiter is not None and not waiter.settled:
-                waiter.local.condition = Condition(
-                    "amqp:resource-limit-exceeded", "the store is full: the message was not stored"
-                )
-                waiter.update(Delivery.REJECTED)
-                waiter.settle()
-
-    def _give_back(self, queue: Queue, message: QueuedMessage, redelivered: bool) -> None:
-        if redelivered:
-            message = QueuedMessage(message.seq, mark_redelivered(message.body))
-        queue.give_back(message)
-
     def _dequeue(self, queue: Queue, message: QueuedMessage) -> None:
+        """A consumer settled a message for good: it leaves its queue (a DEQUEUE record)."""
         queue.acknowledge(message)
         record = Dequeue(self._commit.next_txid, queue.name, message.seq, self._commit.term)
-        self._stage(record, None)
+        self.commit_path.stage(record, None)
 
     # ---- transfers -----------------------------------------------------------------------------
 
@@ -547,7 +357,7 @@ class AmqpServer(Handler):
         if link.is_receiver:
             self._on_transfer(link, delivery)
         else:
-            self._on_outcome(link, delivery)
+            self.consumers.outcome(link, delivery)
 
     def _on_transfer(self, link: Link, delivery: Delivery) -> None:
         if delivery.aborted:
@@ -580,55 +390,7 @@ class AmqpServer(Handler):
     def _enqueue(self, queue: Queue, body: bytes, delivery: Delivery | None) -> None:
         term = self._commit.term
         record = Enqueue(self._commit.next_txid, queue.name, queue.allocate_seq(), body, term)
-        self._stage(record, delivery)
-
-    def _on_outcome(self, link: Link, delivery: Delivery) -> None:
-        consumer = self._consumers.get(link)
-        state = delivery.remote_state
-        if not delivery.settled and state not in _OUTCOMES:
-            return
-        message = consumer.inflight.pop(delivery, None) if consumer is not None else None
-        delivery.settle()
-        if consumer is None or message is None:
-            return
-        queue = consumer.queue
-        if state == Delivery.ACCEPTED or state == Delivery.REJECTED:
-            self._dequeue(queue, message)
-            return
-        failed = state == Delivery.MODIFIED and bool(delivery.remote.failed)
-        self._give_back(queue, message, redelivered=failed)
-        self._pump_queue(queue)
-
-    def _pump_queue(self, queue: Queue) -> None:
-        consumers = self._consumers_by_queue.get(queue.name)
-        if not consumers:
-            return
-        for consumer in consumers:
-            self._pump(consumer)
-        if len(consumers) > 1:
-            consumers.append(consumers.pop(0))
-
-    def _pump(self, consumer: _Consumer) -> None:
-        """Send waiting messages while the consumer has credit; complete a drain when empty."""
-        link = consumer.link
-        queue = consumer.queue
-        credit = link.credit
-        while credit > 0:
-            message = queue.take()
-            if message is None:
-                break
-            consumer.next_tag += 1
-            delivery = link.delivery(str(consumer.next_tag))
-            link.stream(message.body)
-            link.advance()
-            credit -= 1
-            if consumer.presettled:
-                delivery.settle()
-                self._dequeue(queue, message)
-            else:
-                consumer.inflight[delivery] = message
-        if credit > 0 and link.drain_mode:
-            link.drained()
+        self.commit_path.stage(record, delivery)
 
 
 def _connection(event: Event) -> Connection:

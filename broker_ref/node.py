@@ -60,13 +60,13 @@ class _ReactorSide:
         self._mailbox.post(lambda: self._server.become_follower(role))
 
     def apply(self, frames: list[bytes], done: Callable[[int], None]) -> None:
-        self._mailbox.post(lambda: done(self._server.apply(frames)))
+        self._mailbox.post(lambda: done(self._server.replica.apply(frames)))
 
     def rollback(
         self, keep_through: int, restore: bool, master: str, done: Callable[[], None]
     ) -> None:
         def run() -> None:
-            dropped = self._server.rollback(keep_through)
+            dropped = self._server.replica.rollback(keep_through)
             if restore:
                 self._oplog.info(
                     Code.NETWORK_RESTORE,
@@ -85,7 +85,7 @@ class _ReactorSide:
         self._mailbox.post(run)
 
     def acked_through(self, txid: int) -> None:
-        self._mailbox.post(lambda: self._server.acked_through(txid))
+        self._mailbox.post(lambda: self._server.commit_path.acked_through(txid))
 
     def suspend(self, done: Callable[[int], None]) -> None:
         self._mailbox.post(lambda: done(self._server.suspend()))
@@ -129,7 +129,7 @@ class Node:
     def virtualhostnode(self) -> dict[str, Any]:
         config = self.config
         group = self._group
-        settings = group.settings if group else None
+        settings = group.mode.settings if group else None
         queues = self._queues.stats()
         return {
             "name": config.name,
@@ -186,11 +186,12 @@ class Node:
         if "role" in changes and changes["role"] != "MASTER":
             raise ChangeRefused(f"role can only be set to MASTER, not {changes['role']!r}")
         attributes = {k: v for k, v in changes.items() if k != "role"}
-        applied = not attributes or group.call_and_wait(lambda: group.set_attributes(attributes))
+        mode = group.mode
+        applied = not attributes or group.call_and_wait(lambda: mode.set_attributes(attributes))
         if not applied:
             raise ChangeRefused("the node's group thread did not confirm the change within 5 s")
         if "role" in changes:
-            why_not = group.request_transfer()
+            why_not = mode.request_transfer()
             if why_not is not None:
                 raise ChangeRefused(f"cannot transfer mastership here: {why_not}")
 
@@ -259,10 +260,8 @@ class Node:
                 replication_socket=self._replication,
             )
             group.on_fatal = self._fail
-            server.wire_group(
-                acks_needed=group.acks_needed,
-                on_committed=lambda: group.call(group.records_committed),
-            )
+            server.commit_path.acks_needed = group.acks_needed
+            server.commit_path.on_committed = lambda: group.call(group.records_committed)
             self._group = group
             self._container.handler.add(server)
             self._container.selectable(handler=cast(Any, self._shutdown))

@@ -26,16 +26,10 @@ from typing import cast
 from proton import Delivery, Link, Message, Receiver
 from proton.reactor import Container
 
-from clients.worker_io import (
-    ConnectionOptions,
-    FailoverLink,
-    OpWriter,
-    add_connection_arguments,
-    call_later,
-    connection_options,
-    run_worker,
-    stderr_log,
-)
+from clients.event_loop import call_later, run_worker, stderr_log
+from clients.failover_link import FailoverLink
+from clients.op_writer import OpWriter
+from clients.options import ConnectionOptions, add_connection_arguments, connection_options
 
 __all__ = ["Consumer", "ConsumerConfig", "main", "parse_args"]
 

@@ -29,19 +29,10 @@ from typing import cast
 from proton import Delivery, Link, Message, Sender
 from proton.reactor import Container
 
-from clients.worker_io import (
-    Cancellable,
-    ConnectionOptions,
-    FailoverLink,
-    OpType,
-    OpWriter,
-    add_connection_arguments,
-    call_later,
-    connection_options,
-    describe,
-    run_worker,
-    stderr_log,
-)
+from clients.event_loop import Cancellable, call_later, describe, run_worker, stderr_log
+from clients.failover_link import FailoverLink
+from clients.op_writer import OpType, OpWriter
+from clients.options import ConnectionOptions, add_connection_arguments, connection_options
 from clients.workload import Pacer, SendBook
 
 __all__ = ["MessageEncoder", "Producer", "ProducerConfig", "main", "parse_args"]

@@ -169,7 +169,7 @@ def test_acknowledgements_a_commit_waits_for(
 def test_a_designated_primary_out_of_contact_commits_alone(tmp_path: Path) -> None:
     group = _group(tmp_path, peers={"n2": "127.0.0.1:2003"}, designated_primary=True)
     assert group.acks_needed() == 0
-    group._in_contact.add("n2")
+    group.contact.in_contact.add("n2")
     assert group.acks_needed() == 1
 
 
@@ -188,12 +188,12 @@ def test_term_boundaries_and_the_common_prefix(tmp_path: Path) -> None:
     assert master.boundaries() == [(1, 1), (3, 4)]
     assert [term_in(master.boundaries(), 5, t) for t in range(7)] == [None, 1, 1, 1, 3, 3, None]
     group = _group(tmp_path)
-    group._frames = _log([1, 1, 1, 2, 2, 2])  # was master in term 2 while the others moved on
-    assert group._common_prefix(master.boundaries(), master.last_txid) == 3
-    group._frames = _log([1, 1])  # simply behind
-    assert group._common_prefix(master.boundaries(), master.last_txid) == 2
-    dropped = group._frames.truncate_after(1)
-    assert dropped == 1 and group._frames.last_txid == 1
+    group.core.frames = _log([1, 1, 1, 2, 2, 2])  # was master in term 2; the others moved on
+    assert group.follower._common_prefix(master.boundaries(), master.last_txid) == 3
+    group.core.frames = _log([1, 1])  # simply behind
+    assert group.follower._common_prefix(master.boundaries(), master.last_txid) == 2
+    dropped = group.core.frames.truncate_after(1)
+    assert dropped == 1 and group.core.frames.last_txid == 1
 
 
 # ---- real groups ---------------------------------------------------------------------------------

@@ -22,8 +22,9 @@ from proton.reactor import Container
 from clients import consumer as consumer_mod
 from clients import producer as producer_mod
 from clients.consumer import Consumer, message_id_text
+from clients.op_writer import OpWriter, split_lines
+from clients.options import Address
 from clients.producer import MessageEncoder, Producer
-from clients.worker_io import OpWriter, Target, split_lines
 from clients.workload import Backoff, FailoverPolicy, Pacer, SendBook
 
 BASE = ["--process", "p1", "--urls", "amqp://127.0.0.1:1,amqp://127.0.0.1:2"]
@@ -36,9 +37,9 @@ BASE += ["--nodes", "n1,n2", "--queue", "lab", "--run-start-ns", "5"]
 def test_producer_arguments_have_the_documented_defaults() -> None:
     config = producer_mod.parse_args(BASE)
     assert config.connection.process == "p1"
-    assert config.connection.targets == (
-        Target("amqp://127.0.0.1:1", "n1"),
-        Target("amqp://127.0.0.1:2", "n2"),
+    assert config.connection.addresses == (
+        Address("amqp://127.0.0.1:1", "n1"),
+        Address("amqp://127.0.0.1:2", "n2"),
     )
     assert config.connection.queue == "lab"
     assert config.connection.run_start_ns == 5
@@ -614,11 +615,11 @@ class Lab:
         return node
 
     def worker(
-        self, module: str, process: str, targets: list[tuple[str, str]], *extra: str
+        self, module: str, process: str, addresses: list[tuple[str, str]], *extra: str
     ) -> WorkerRun:
         args = ["--process", process, "--queue", "lab", "--run-start-ns", str(self.run_start_ns)]
-        args += ["--urls", ",".join(url for url, _ in targets)]
-        args += ["--nodes", ",".join(node for _, node in targets), *extra]
+        args += ["--urls", ",".join(url for url, _ in addresses)]
+        args += ["--nodes", ",".join(node for _, node in addresses), *extra]
         worker = WorkerRun(module, args, self.folder / f"{process}.err")
         self.workers.append(worker)
         return worker
@@ -676,9 +677,9 @@ def received(ops_: list[dict[str, object]]) -> set[object]:
 @pytest.mark.processes
 def test_a_producer_and_a_consumer_move_every_message_then_stop_and_drain(lab: Lab) -> None:
     node = lab.node()
-    targets = [(f"amqp://127.0.0.1:{free_port()}", "n0"), (node.url, "n1")]
-    consumer = lab.worker("clients.consumer", "c1", targets, "--prefetch", "20")
-    producer = lab.worker("clients.producer", "p1", targets, "--count", "200", "--window", "30")
+    addresses = [(f"amqp://127.0.0.1:{free_port()}", "n0"), (node.url, "n1")]
+    consumer = lab.worker("clients.consumer", "c1", addresses, "--prefetch", "20")
+    producer = lab.worker("clients.producer", "p1", addresses, "--count", "200", "--window", "30")
     producer.wait_until(lambda ops_: len(acknowledged(ops_)) == 200, timeout_s=30)
     producer.command("stop")
     assert producer.wait(timeout_s=15) == 0
@@ -701,9 +702,9 @@ def test_a_broker_killed_mid_run_loses_nothing_acknowledged_and_the_producer_res
     lab: Lab,
 ) -> None:
     node = lab.node()
-    targets = [(node.url, "n1")]
-    consumer = lab.worker("clients.consumer", "c1", targets, "--heartbeat", "1")
-    producer = lab.worker("clients.producer", "p1", targets, "--window", "50", "--heartbeat", "1")
+    addresses = [(node.url, "n1")]
+    consumer = lab.worker("clients.consumer", "c1", addresses, "--heartbeat", "1")
+    producer = lab.worker("clients.producer", "p1", addresses, "--window", "50", "--heartbeat", "1")
     producer.wait_until(lambda ops_: len(acknowledged(ops_)) >= 300, timeout_s=30)
     node.kill()
     producer.wait_until(
@@ -800,9 +801,9 @@ def test_a_node_that_is_not_the_master_sends_the_workers_to_the_next_url(lab: La
     try:
         assert refuser.stdout is not None and refuser.stdout.readline() == b"listening\n"
         node = lab.node()
-        targets = [(f"amqp://127.0.0.1:{port}", "n0"), (node.url, "n1")]
-        producer = lab.worker("clients.producer", "p1", targets, "--count", "20")
-        consumer = lab.worker("clients.consumer", "c1", targets)
+        addresses = [(f"amqp://127.0.0.1:{port}", "n0"), (node.url, "n1")]
+        producer = lab.worker("clients.producer", "p1", addresses, "--count", "20")
+        consumer = lab.worker("clients.consumer", "c1", addresses)
         producer.wait_until(lambda ops_: len(acknowledged(ops_)) == 20, timeout_s=20)
         consumer.wait_until(lambda ops_: len(received(ops_)) == 20, timeout_s=20)
         producer.command("stop")
