@@ -24,7 +24,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from proton import Condition, Connection, Delivery, Endpoint, Event, Handler, Link, Session
+from proton import Condition, Connection, Delivery, Endpoint, Event, Handler, Link
 from proton.reactor import Container
 
 from broker_ref.commit import GroupCommit
@@ -33,6 +33,7 @@ from broker_ref.consumers import Consumers
 from broker_ref.durability import SyncPolicy
 from broker_ref.errors import StoreError
 from broker_ref.oplog import Code, OperationalLog
+from broker_ref.proton_events import Timer, connection_of, link_of, session_of
 from broker_ref.queues import Queue, QueueBook, QueuedMessage
 from broker_ref.records import Declare, Dequeue, Enqueue
 from broker_ref.replica_state import ReplicaState
@@ -51,14 +52,6 @@ ACK_CHECK_S = 0.25
 SHUTDOWN_GRACE_S = 1.0
 FORCED = "amqp:connection:forced"
 _OUTCOMES = (Delivery.ACCEPTED, Delivery.REJECTED, Delivery.RELEASED, Delivery.MODIFIED)
-
-
-class _Timer(Handler):
-    def __init__(self, action: Callable[[], None]) -> None:
-        self._action = action
-
-    def on_timer_task(self, event: Event) -> None:
-        self._action()
 
 
 class AmqpServer(Handler):
@@ -106,8 +99,8 @@ class AmqpServer(Handler):
         self._producers: dict[Link, Queue] = {}
         self.consumers = Consumers(self._dequeue)
         self._closing = False
-        self._suspended = False
         self._held: list[tuple[Link, Delivery, bytes]] = []
+        self._held_dequeues: list[tuple[str, int]] = []
         self._timers_started = False
 
     @property
@@ -164,22 +157,22 @@ class AmqpServer(Handler):
             connection.close()
 
     def _schedule(self, delay_s: float, action: Callable[[], None]) -> None:
-        self._container.schedule(delay_s, _Timer(action))
+        self._container.schedule(delay_s, Timer(action))
 
     # ---- connections and sessions ------------------------------------------------------------
 
     def on_connection_init(self, event: Event) -> None:
-        _connection(event).container = self._node
+        connection_of(event).container = self._node
 
     def on_connection_bound(self, event: Event) -> None:
         if self._idle_timeout_s > 0 and event.transport is not None:
             event.transport.idle_timeout = self._idle_timeout_s
 
     def on_connection_remote_open(self, event: Event) -> None:
-        connection = _connection(event)
+        connection = connection_of(event)
         if connection.state & Endpoint.LOCAL_UNINIT == 0:
             return
-        if self._roles.current is not Role.MASTER or self._closing or self._suspended:
+        if self._roles.current is not Role.MASTER or self._closing or self.commit_path.suspended:
             connection.condition = Condition(FORCED, "not the master")
             connection.open()
             connection.close()
@@ -193,7 +186,7 @@ class AmqpServer(Handler):
         )
 
     def on_connection_remote_close(self, event: Event) -> None:
-        connection = _connection(event)
+        connection = connection_of(event)
         self._drop_connection(connection)
         if connection.state & Endpoint.LOCAL_ACTIVE:
             connection.close()
@@ -208,12 +201,12 @@ class AmqpServer(Handler):
             self._drop_connection(event.connection)
 
     def on_session_remote_open(self, event: Event) -> None:
-        session = _session(event)
+        session = session_of(event)
         if session.state & Endpoint.LOCAL_UNINIT and session.connection in self._connections:
             session.open()
 
     def on_session_remote_close(self, event: Event) -> None:
-        session = _session(event)
+        session = session_of(event)
         for link in [*self._producers, *self.consumers.links()]:
             if link.session == session:
                 self._drop_link(link)
@@ -233,7 +226,7 @@ class AmqpServer(Handler):
     # ---- links -------------------------------------------------------------------------------
 
     def on_link_remote_open(self, event: Event) -> None:
-        link = _link(event)
+        link = link_of(event)
         if link.connection not in self._connections or link.state & Endpoint.LOCAL_UNINIT == 0:
             return
         terminus = link.remote_target if link.is_receiver else link.remote_source
@@ -271,10 +264,10 @@ class AmqpServer(Handler):
         link.close()
 
     def on_link_remote_close(self, event: Event) -> None:
-        self._end_link(_link(event))
+        self._end_link(link_of(event))
 
     def on_link_remote_detach(self, event: Event) -> None:
-        self._end_link(_link(event))
+        self._end_link(link_of(event))
 
     def _end_link(self, link: Link) -> None:
         self._drop_link(link)
@@ -303,12 +296,15 @@ class AmqpServer(Handler):
     def become_master(self, term: int) -> None:
         """Serve clients in `term`; what was held during a transfer attempt is staged now."""
         self._commit.term = term
-        self._suspended = False
+        self.commit_path.suspended = False
         held, self._held = self._held, []
         for link, delivery, body in held:
             queue = self._producers.get(link)
             if queue is not None:
                 self._enqueue(queue, body, delivery)
+        settled, self._held_dequeues = self._held_dequeues, []
+        for queue_name, seq in settled:
+            self._stage_dequeue(queue_name, seq)
         if self._roles.current is not Role.MASTER:
             self._oplog.info(Code.RECOVERY_COMPLETE, "Recovery Complete")
             self._roles.change(Role.MASTER)
@@ -316,8 +312,9 @@ class AmqpServer(Handler):
     def become_follower(self, role: Role) -> None:
         """Stop serving: clients are disconnected; commits in flight get no outcome."""
         was_master = self._roles.current is Role.MASTER
-        self._suspended = False
+        self.commit_path.suspended = False
         self._held = []
+        self._held_dequeues = []  # the queues are rebuilt from the log below
         # Staged but not committed: in flight, never replicated; it fails with the connections.
         self.commit_path.discard()
         self._roles.change(role)
@@ -331,7 +328,7 @@ class AmqpServer(Handler):
     def suspend(self) -> int:
         """Transfer master, step 2: take no new work (transfers that arrive are held); commit
         what is staged; return the last transaction the chosen node must hold."""
-        self._suspended = True
+        self.commit_path.suspended = True
         if self._commit.pending:
             self.commit_path.commit_staged()
         return self._commit.frames.last_txid
@@ -342,9 +339,17 @@ class AmqpServer(Handler):
         self.disconnect_clients("master transfer")
 
     def _dequeue(self, queue: Queue, message: QueuedMessage) -> None:
-        """A consumer settled a message for good: it leaves its queue (a DEQUEUE record)."""
+        """A consumer settled a message for good: it leaves its queue (a DEQUEUE record).
+        While handing over (suspended) the record is held: stored if this node serves on,
+        dropped with the rest if it steps down (the message then comes back from the log)."""
         queue.acknowledge(message)
-        record = Dequeue(self._commit.next_txid, queue.name, message.seq, self._commit.term)
+        if self.commit_path.suspended:
+            self._held_dequeues.append((queue.name, message.seq))
+            return
+        self._stage_dequeue(queue.name, message.seq)
+
+    def _stage_dequeue(self, queue_name: str, seq: int) -> None:
+        record = Dequeue(self._commit.next_txid, queue_name, seq, self._commit.term)
         self.commit_path.stage(record, None)
 
     # ---- transfers -----------------------------------------------------------------------------
@@ -382,7 +387,7 @@ class AmqpServer(Handler):
         credit = link.credit
         if credit < PRODUCER_CREDIT // 2:
             link.flow(PRODUCER_CREDIT - credit)
-        if self._suspended:
+        if self.commit_path.suspended:
             self._held.append((link, delivery, body))
             return
         self._enqueue(queue, body, delivery)
@@ -391,21 +396,3 @@ class AmqpServer(Handler):
         term = self._commit.term
         record = Enqueue(self._commit.next_txid, queue.name, queue.allocate_seq(), body, term)
         self.commit_path.stage(record, delivery)
-
-
-def _connection(event: Event) -> Connection:
-    connection = event.connection
-    assert connection is not None, event
-    return connection
-
-
-def _session(event: Event) -> Session:
-    session = event.session
-    assert session is not None, event
-    return session
-
-
-def _link(event: Event) -> Link:
-    link = event.link
-    assert link is not None, event
-    return link

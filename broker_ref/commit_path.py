@@ -55,6 +55,10 @@ class CommitPath:
         self._close_producer = close_producer
         self._fatal = fatal  # the log cannot even be cut back: stop the node
         self._store_failing = False
+        # A master handing over (transfer master) takes no new work: transfers are held by
+        # the server, and nothing else (a consumer's dequeue) is stored either, so the chosen
+        # node can hold everything this node committed.
+        self.suspended = False
         # Wired to the node's group once it exists (it is made after this path).
         self.acks_needed: Callable[[], int] = lambda: 0
         self.on_committed: Callable[[], None] = lambda: None
@@ -63,10 +67,11 @@ class CommitPath:
         self._ack_timeouts = 0
 
     def stage(self, record: Declare | Enqueue | Dequeue, waiter: Delivery | None) -> None:
-        if self._roles.current is not Role.MASTER:
-            # Work that reaches a node that just stopped being master (its clients are being
-            # disconnected) is not stored: a producer's transfer stays unsettled, so its
-            # outcome is unknown to it; the queues are rebuilt from the log (become_follower).
+        if self._roles.current is not Role.MASTER or self.suspended:
+            # Work that reaches a node that stopped being master, or is handing over (its
+            # clients are being disconnected), is not stored: a producer's transfer stays
+            # unsettled, so its outcome is unknown to it; a consumer's settlement is lost and
+            # the message comes back (the queues are rebuilt from the log, become_follower).
             return
         self.commit.stage(record, waiter)
         if not self.commit.coalescing:

@@ -3,9 +3,15 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
+from broker_helpers import NodeFactory, NodeProcess, _free_port
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -28,3 +34,44 @@ def run_lab(
 @pytest.fixture
 def lab() -> object:
     return run_lab
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[SparkSession]:
+    """One local Spark session for every `spark` test (imported here only when one asks)."""
+    from spark_reports.session import spark_session
+
+    yield spark_session("local[2]", app_name="lab-report-tests")
+
+
+@pytest.fixture
+def start_node(tmp_path: Path) -> Iterator[NodeFactory]:
+    """Starts nodes on free ports in tmp_path; every one is killed when the test ends."""
+    nodes: list[NodeProcess] = []
+
+    def start(**overrides: Any) -> NodeProcess:
+        folder = tmp_path / f"node{len(nodes) + 1}"
+        folder.mkdir()
+        for _attempt in range(3):
+            config = {
+                "name": "n1",
+                "group": "lab",
+                "amqp_port": _free_port(),
+                "management_port": _free_port(),
+                "data_dir": str(folder / "data"),
+                "idle_timeout_s": 2.0,
+            } | overrides
+            node = NodeProcess(folder, config)
+            nodes.append(node)
+            node.start()
+            try:
+                node.wait_ready()
+                return node
+            except AssertionError:
+                if "in use" not in node.stderr():
+                    raise
+        raise AssertionError("no free ports after 3 attempts")
+
+    yield start
+    for node in nodes:
+        node.kill()

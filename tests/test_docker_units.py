@@ -11,7 +11,8 @@ import pytest
 pytest.importorskip("docker", reason="the Docker SDK (`docker` package) is not installed")
 
 from faults.catalog import FAULTS
-from lab.backends.docker.images import _digest, _serves
+from lab.backends.docker.base_image import _serves
+from lab.backends.docker.images import _digest
 from lab.backends.docker.labels import RUN, SESSION, Owner, RunLabels
 from lab.backends.docker.networks import Subnet
 from lab.backends.docker.node_config import (

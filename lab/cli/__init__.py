@@ -1,5 +1,2 @@
-"""The `lab` command (a composition root, beside the pytest plugin)."""
-
-from lab.cli.main import main
-
-__all__ = ["main"]
+"""The `lab` command (a composition root, beside the pytest plugin): `main` is in lab.cli.main;
+each part registers its subcommands (runs, clusters, reports)."""

@@ -7,11 +7,11 @@ spec and a seeded `random.Random`, and written to the run folder first.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-__all__ = ["Action", "FaultOp", "ops_from_json"]
+__all__ = ["Action", "FaultOp", "canonical", "ops_from_json"]
 
 Action = Literal["start", "stop"]
 ParamValue = int | float | str | bool
@@ -53,5 +53,13 @@ class FaultOp:
         )
 
 
+def canonical(ops: Iterable[FaultOp]) -> tuple[FaultOp, ...]:
+    """A schedule as it is written and read back: times to the millisecond, in time order
+    (operations at the same time keep their order). A schedule and its replay are equal."""
+    return tuple(
+        sorted((replace(op, at_s=round(op.at_s, 3)) for op in ops), key=lambda op: op.at_s)
+    )
+
+
 def ops_from_json(raw: list[Mapping[str, Any]]) -> tuple[FaultOp, ...]:
-    return tuple(sorted((FaultOp.from_json(r) for r in raw), key=lambda op: op.at_s))
+    return canonical(FaultOp.from_json(r) for r in raw)

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from lab import __version__
 from lab.ground.errors import InputError, UsageError
-from lab.ground.faultops import FaultOp, ops_from_json
+from lab.ground.faultops import FaultOp, canonical, ops_from_json
 
 __all__ = [
     "BACKENDS",
@@ -158,7 +158,8 @@ class RunSpec:
     git_revision: str | None = None
 
     def with_schedule(self, schedule: tuple[FaultOp, ...]) -> RunSpec:
-        return replace(self, schedule=schedule)
+        """This spec with `schedule`, in its canonical form (as spec.json holds it)."""
+        return replace(self, schedule=canonical(schedule))
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import sys
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -22,6 +23,7 @@ __all__ = [
     "JvmTarget",
     "LogRecord",
     "ManagedTarget",
+    "NoTarget",
     "RestManagement",
     "Target",
     "parse_oplog_line",
@@ -118,6 +120,37 @@ class Target(Protocol):
     def parse_log_line(self, line: str) -> LogRecord | None:
         """One operational-log line as a record with its code, or None."""
         ...
+
+
+class NoTarget:
+    """A target of nothing (Jepsen's `noop`): each node is an idle process that never answers
+    and writes no log, so a backend's planning and life cycle can be composed and tested
+    without a broker."""
+
+    name = "none"
+    ready_timeout_s = 1.0
+    data_disk_mb = 16
+    restart_allowance_s = 0.0
+    proxied_peer_links = True
+    election_allowance_s = 0.0
+    founded_by_first_node = False
+
+    def prepare(self) -> None:
+        return None
+
+    def command(self, cluster: ClusterPlan, node: NodePlan) -> list[str]:
+        return [sys.executable, "-c", "import time; time.sleep(3600)"]
+
+    def container_launch(
+        self, cluster: ClusterPlan, node: NodePlan, address_of: dict[str, str]
+    ) -> ContainerLaunch:
+        return ContainerLaunch(b"{}", "/etc/lab/none.json", ("sleep", "3600"))
+
+    def status(self, node: NodePlan, timeout_s: float = 1.0) -> NodeStatus | None:
+        return None
+
+    def parse_log_line(self, line: str) -> LogRecord | None:
+        return None
 
 
 @runtime_checkable

@@ -29,7 +29,7 @@ from testcontainers.core.config import testcontainers_config
 from testcontainers.core.container import DockerContainer
 
 from lab.backends.base import ClusterBase
-from lab.backends.docker import node_filter
+from lab.backends.docker.abilities import ContainerAbilities
 from lab.backends.docker.engine import Say, ensure_engine
 from lab.backends.docker.images import build_images
 from lab.backends.docker.labels import Owner, RunLabels, new_run_id
@@ -50,7 +50,7 @@ from lab.ground.events import Events, NoEvents
 from lab.ground.nodes import ClusterPlan, NodePlan
 from lab.ground.ports import HOST, require_free
 from lab.ground.spec import Durability, GroupSettings, Topology
-from lab.ground.topology import Link, links_for, split_node_link
+from lab.ground.topology import Link, links_for
 from lab.targets.protocol import ContainerLaunch, JvmTarget, Target
 
 __all__ = ["DockerCluster"]
@@ -66,7 +66,7 @@ def _say_on_stderr(line: str) -> None:
     print(f"lab: docker: {line}", file=sys.stderr, flush=True)
 
 
-class DockerCluster(ClusterBase[NodeContainer]):
+class DockerCluster(ContainerAbilities, ClusterBase[NodeContainer]):
     """A group of nodes behind Toxiproxy, as containers on a per-run network.
 
     `start` either brings everything up or removes what it created and raises.
@@ -196,11 +196,6 @@ class DockerCluster(ClusterBase[NodeContainer]):
         self.events.emit(
             "toxiproxy.start", None, port=api_port, container=self.toxiproxy_container.name
         )
-
-    def _networks(self) -> tuple[RunNetworks, Subnet]:
-        if self.networks is None or self.subnet is None:
-            raise ClusterError("the cluster's networks are not there")
-        return self.networks, self.subnet
 
     def _listen_port(self, link: Link) -> int:
         """Where a link's proxy listens inside the Toxiproxy container."""
@@ -339,74 +334,6 @@ class DockerCluster(ClusterBase[NodeContainer]):
         if code != 0:
             raise ClusterError(f"{' '.join(command)} in {self._name(name)}: {text}")
         return text
-
-    def fill_disk(self, name: str) -> int:
-        """Fill the node's data disk to ENOSPC with one file; return the bytes written."""
-        written = self._volumes(name).fill(name)
-        self.events.emit("disk.fill", name, bytes=written)
-        return written
-
-    def free_disk(self, name: str) -> None:
-        """Delete the fill file; nothing to do when there is none."""
-        self._volumes(name).free(name)
-        self.events.emit("disk.free", name)
-
-    def disk_free_bytes(self, name: str) -> int:
-        return self._volumes(name).free_bytes(name)
-
-    def _volumes(self, name: str) -> RunVolumes:
-        self.node(name)
-        if self.volumes is None:
-            raise ClusterError("the cluster's volumes are not there")
-        return self.volumes
-
-    filters_peer_links = True
-
-    def require_link(self, name: str) -> str:
-        ends = split_node_link(name)
-        if ends is not None and not self.target.proxied_peer_links:
-            for node in ends:
-                self.node(node)
-            if ends[0] == ends[1]:
-                raise ClusterError(f"no link named {name!r}")
-            return name
-        return super().require_link(name)
-
-    def set_link(self, name: str, enabled: bool) -> None:
-        """A proxied link through Toxiproxy; a direct node→node link by a packet filter in
-        its source node (lab.backends.docker.node_filter), both ways between the pair."""
-        ends = split_node_link(self.require_link(name))
-        if ends is None or self.target.proxied_peer_links:
-            super().set_link(name, enabled)
-            return
-        source, dest = ends
-        _, subnet = self._networks()
-        pid = self.node(source).pid
-        if pid is None:
-            if enabled:
-                return  # a node that is not running has no filter left to remove
-            raise ClusterError(f"cannot cut {name}: node {source} is not running")
-        peer = subnet.node(self.node_names.index(dest))
-        if enabled:
-            node_filter.unblock(pid, peer)
-        else:
-            node_filter.block(pid, peer)
-        self.events.emit("link.filter", source, link=name, peer=dest, enabled=enabled)
-
-    def disconnect(self, name: str) -> None:
-        """docker network disconnect: the node leaves the run's network (peers, Toxiproxy)."""
-        node = self.node(name)
-        networks, _ = self._networks()
-        if node.container is not None and networks.disconnect(node.container.id):
-            self.events.emit("network.disconnect", name, network=networks.internal)
-
-    def reconnect(self, name: str) -> None:
-        """docker network connect, at the node's own address again; idempotent."""
-        node = self.node(name)
-        networks, subnet = self._networks()
-        address = subnet.node(self.node_names.index(name))
-        if node.container is not None and networks.connect(node.container.id, address, name):
-            self.events.emit("network.connect", name, network=networks.internal)
 
     # -- what `lab up` shows and records -----------------------------------------------------
 

@@ -35,7 +35,8 @@ import docker
 from docker.errors import APIError, BuildError, DockerException, ImageNotFound
 from testcontainers.core.image import DockerImage
 
-from lab.backends.docker.engine import Say, ensure_commands, ensure_engine
+from lab.backends.docker.base_image import EXCLUDED_PATHS, build_base, debian_suite
+from lab.backends.docker.engine import Say, ensure_engine
 from lab.backends.toxiproxy import find_server_binary
 from lab.ground.errors import SetupError
 from lab.ground.locks import host_lock
@@ -57,12 +58,6 @@ JVM_PACKAGES: tuple[str, ...] = ("openjdk-17-jdk-headless",)
 DEFAULT_TARGETS = ("broker_ref",)
 _RECIPE_VERSION = "1"  # bump when the way an image is made changes
 _ROOT = LAB_ROOT
-_EXCLUDED_PATHS = (
-    "/usr/share/doc/*",
-    "/usr/share/man/*",
-    "/usr/share/locale/*",
-    "/usr/share/info/*",
-)
 
 
 @dataclass(frozen=True)
@@ -127,7 +122,16 @@ def build_images(say: Say, targets: Iterable[str] = DEFAULT_TARGETS) -> dict[str
             roots, layers = _plan(targets)
             for root, packages in roots:
                 if not _exists(client, root.tag):
-                    _build_base(client, root, packages, say)
+                    build_base(
+                        client,
+                        root.repository,
+                        root.digest,
+                        root.tag,
+                        IMAGE_LABEL,
+                        root.role,
+                        packages,
+                        say,
+                    )
             for layer in layers:
                 if not _exists(client, layer.ref.tag):
                     _build_from_context(layer.ref, layer.files, layer.on, say)
@@ -164,7 +168,7 @@ def remove_images(say: Say) -> int:
 
 
 def _base_inputs(packages: tuple[str, ...]) -> list[tuple[str, bytes]]:
-    recipe = "\n".join([_RECIPE_VERSION, _suite(), *packages, *_EXCLUDED_PATHS])
+    recipe = "\n".join([_RECIPE_VERSION, debian_suite(), *packages, *EXCLUDED_PATHS])
     return [("recipe", recipe.encode())]
 
 
@@ -255,53 +259,6 @@ def _cache_dir() -> Path:
     return Path(root) / "lab"
 
 
-def _suite() -> str:
-    """The Debian release this machine's apt sources name (the base image's release)."""
-    try:
-        lines = Path("/etc/os-release").read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise SetupError(f"cannot read /etc/os-release: {exc}") from exc
-    fields = dict(line.split("=", 1) for line in lines if "=" in line)
-    if fields.get("ID") != "debian" or not fields.get("VERSION_CODENAME"):
-        raise SetupError(
-            "the lab builds its base image with mmdebstrap on Debian; this is not Debian"
-        )
-    return fields["VERSION_CODENAME"].strip('"')
-
-
-def _apt_sources(suite: str) -> list[str]:
-    """The host's apt source files that serve `suite`: the base image uses the same mirrors."""
-    candidates = [Path("/etc/apt/sources.list")]
-    folder = Path("/etc/apt/sources.list.d")
-    if folder.is_dir():
-        candidates += sorted(folder.glob("*.sources")) + sorted(folder.glob("*.list"))
-    chosen = []
-    for path in candidates:
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError:
-            continue
-        if _serves(text, suite):
-            chosen.append(str(path))
-    if not chosen:
-        raise SetupError(f"no apt source on this machine serves Debian {suite}")
-    return chosen
-
-
-def _serves(text: str, suite: str) -> bool:
-    for raw in text.splitlines():
-        line = raw.strip()
-        if line.startswith("Suites:"):
-            words = line.split(":", 1)[1].split()
-        elif line.startswith("deb "):
-            words = [w for w in line.split()[1:] if not w.startswith("[")][1:2]
-        else:
-            continue
-        if suite in words:
-            return True
-    return False
-
-
 # -- building ----------------------------------------------------------------------------------
 
 
@@ -320,50 +277,6 @@ def _prune_older(client: docker.DockerClient, ref: ImageRef) -> None:
             if tag not in (ref.tag, ref.current):
                 with contextlib.suppress(APIError):
                     client.images.remove(tag)  # the image goes with its last tag
-
-
-def _build_base(
-    client: docker.DockerClient, ref: ImageRef, packages: tuple[str, ...], say: Say
-) -> None:
-    ensure_commands({"mmdebstrap": "mmdebstrap"}, say)
-    suite = _suite()
-    say(
-        f"building {ref.tag} with mmdebstrap (Debian {suite} minbase + {', '.join(packages)}; "
-        "a minute or more)"
-    )
-    started = time.monotonic()
-    options = [f"--dpkgopt=path-exclude={p}" for p in _EXCLUDED_PATHS]
-    options.append("--dpkgopt=path-include=/usr/share/doc/*/copyright")
-    with tempfile.TemporaryDirectory(prefix="lab-base-") as tmp:
-        tarball = Path(tmp) / "rootfs.tar"
-        command = [
-            "mmdebstrap",
-            "--variant=minbase",
-            "--quiet",
-            f"--include={','.join(packages)}",
-            *options,
-            # Java's postinst links its man pages; the folder must exist though pages are
-            # not installed (path-exclude above).
-            '--essential-hook=mkdir -p "$1"/usr/share/man/man1',
-            '--customize-hook=rm -rf "$1"/var/lib/apt/lists/*',
-            suite,
-            str(tarball),
-            *_apt_sources(suite),
-        ]
-        done = subprocess.run(command, capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            raise SetupError(
-                f"mmdebstrap failed with status {done.returncode}: {done.stderr[-800:]}"
-            )
-        client.api.import_image_from_file(
-            str(tarball),
-            repository=ref.repository,
-            tag=ref.digest,
-            changes=["ENV LANG=C.UTF-8", f"LABEL {IMAGE_LABEL}={ref.role}"],
-        )
-    if not _exists(client, ref.tag):
-        raise SetupError(f"docker import did not produce {ref.tag}")
-    say(f"built {ref.tag} in {time.monotonic() - started:.1f} s")
 
 
 def _build_from_context(ref: ImageRef, files: dict[str, Path], base: ImageRef, say: Say) -> None:

@@ -1,0 +1,80 @@
+"""`lab up`, `lab down`, `lab images`: clusters that outlive the command, and images."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from lab.cli.common import DEFAULT_STATE_DIR, Commands, say
+from lab.ground.errors import UsageError
+
+__all__ = ["register"]
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Commands:
+    """Add this part's subcommands to `sub`; return their handlers by name."""
+    up = sub.add_parser("up", help="start a cluster behind Toxiproxy and leave it running")
+    up.add_argument("--nodes", type=int, default=1)
+    up.add_argument("--backend", default="process")
+    up.add_argument("--target", default="broker_ref", help="broker_ref or qpid-broker-j")
+    up.add_argument(
+        "--toxiproxy-port", type=int, help="the Toxiproxy API port (default: a free one)"
+    )
+    up.add_argument("--state-dir", type=Path, default=DEFAULT_STATE_DIR)
+
+    down = sub.add_parser("down", help="stop the cluster `lab up` started")
+    down.add_argument("--state-dir", type=Path, default=DEFAULT_STATE_DIR)
+
+    images = sub.add_parser("images", help="build the lab's container images (Docker backend)")
+    images.add_argument("action", choices=["build"], help="build (cached by content)")
+    images.add_argument(
+        "--target",
+        action="append",
+        help="also build this target's image (repeatable; default: broker_ref)",
+    )
+
+    return {"up": _cmd_up, "down": _cmd_down, "images": _cmd_images}
+
+
+def _cmd_up(args: argparse.Namespace) -> int:
+    from lab.cli.updown import cluster_up
+
+    if args.nodes < 1:
+        raise UsageError("--nodes must be at least 1")
+    described = cluster_up(
+        args.state_dir,
+        nodes=args.nodes,
+        backend=args.backend,
+        target=args.target,
+        toxiproxy_port=args.toxiproxy_port,
+    )
+    print(json.dumps(described))
+    return 0
+
+
+def _cmd_down(args: argparse.Namespace) -> int:
+    from lab.cli.updown import cluster_down
+
+    stopped = cluster_down(args.state_dir)
+    print(
+        f"lab: stopped {', '.join(stopped)}" if stopped else "lab: no cluster is up",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _cmd_images(args: argparse.Namespace) -> int:
+    from lab.backends.docker.engine import ensure_engine
+    from lab.backends.docker.images import build_images
+    from lab.ground.spec import TARGETS
+
+    targets = args.target or ["broker_ref"]
+    unknown = [t for t in targets if t not in TARGETS]
+    if unknown:
+        raise UsageError(f"unknown target {unknown[0]!r} (known: {', '.join(TARGETS)})")
+    ensure_engine(say)
+    for name, ref in sorted(build_images(say, targets).items()):
+        print(f"{name}  {ref}")
+    return 0

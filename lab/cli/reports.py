@@ -1,0 +1,90 @@
+"""`lab report`, `lab bench`, `lab allure`: reports over many runs, benchmarks, Allure."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from lab.cli.common import DEFAULT_STATE_DIR, Commands, say
+from lab.ground.errors import UsageError
+
+__all__ = ["register"]
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Commands:
+    """Add this part's subcommands to `sub`; return their handlers by name."""
+    report = sub.add_parser(
+        "report", help="reliability, performance and trend reports from many run folders (Spark)"
+    )
+    from spark_reports.cli import add_arguments as add_report_arguments
+
+    add_report_arguments(report)
+
+    bench = sub.add_parser("bench", help="run a benchmark (no name: list them)")
+    bench.add_argument("name", nargs="?")
+    bench.add_argument("--backend", default="process", help="process (default) or docker")
+    bench.add_argument(
+        "--target",
+        default="broker_ref",
+        help="broker_ref (default); another target is measured beside broker_ref in one run",
+    )
+
+    allure = sub.add_parser("allure", help="an Allure HTML report from pytest's --alluredir")
+    allure.add_argument("results_dir", type=Path)
+    allure.add_argument("--out", type=Path, required=True, help="the report folder to write")
+    allure.add_argument(
+        "--tools-dir",
+        type=Path,
+        default=DEFAULT_STATE_DIR / "tools",
+        help="where the Allure command line is installed on first use (default: .lab/tools)",
+    )
+    return {"report": _cmd_report, "bench": _cmd_bench, "allure": _cmd_allure}
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from spark_reports.cli import run_report
+
+    return run_report(args, say)
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    from lab.bench.registry import BENCHMARKS, benchmark_named
+
+    if args.name is None:
+        for name, bench in sorted(BENCHMARKS.items()):
+            print(f"{name:<12}  {bench.description}")
+        return 0
+    from lab.ground.spec import BACKENDS, TARGETS
+
+    bench = benchmark_named(args.name)
+    if args.backend not in BACKENDS:
+        raise UsageError(f"unknown backend {args.backend!r} (known: {', '.join(BACKENDS)})")
+    if args.target not in TARGETS:
+        raise UsageError(f"unknown target {args.target!r} (known: {', '.join(TARGETS)})")
+    if args.target != "broker_ref":
+        if bench.run_against is None:
+            raise UsageError(f"benchmark {bench.name!r} measures broker_ref only")
+        if args.backend != "process":
+            raise UsageError("a benchmark against another target runs on local processes")
+        figure = bench.run_against(say, args.target)
+    elif args.backend == "process":
+        figure = bench.run(say)
+    elif bench.run_on is None:
+        raise UsageError(f"benchmark {bench.name!r} runs on the process backend only")
+    else:
+        figure = bench.run_on(say, args.backend)
+    print(figure)
+    return 0
+
+
+def _cmd_allure(args: argparse.Namespace) -> int:
+    from lab.reporting.allure_cli import generate_report
+
+    index = generate_report(
+        args.results_dir,
+        args.out,
+        tools_dir=args.tools_dir,
+        say=say,
+    )
+    print(index.parent)
+    return 0
