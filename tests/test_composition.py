@@ -61,8 +61,12 @@ def test_a_run_of_nothing_is_judged_unknown_and_written_whole(tmp_path: Path) ->
 
 
 def test_a_run_whose_cluster_fails_says_how_to_reproduce_it(tmp_path: Path) -> None:
+    class Unstartable(NoCluster):
+        def start(self) -> str:
+            raise ClusterError("no engine")
+
     def failing(spec: RunSpec, work_dir: Path, events: Events) -> Cluster:
-        raise ClusterError("no engine")
+        return Unstartable()
 
     scenario = scenario_named("master-failure")
     parts = RunParts(scenario, BROKER_J, failing)
@@ -156,3 +160,20 @@ def test_the_no_op_parts_compose() -> None:
     with Nemesis(cluster, faults={"noop": NoFault()}, log=logged.append) as nemesis:
         nemesis.run(ops, started_at_ns=0, keep_going=lambda: True)
     assert [(e["action"], e["ok"]) for e in logged] == [("start", True), ("stop", True)]
+
+
+def test_a_group_the_target_cannot_form_is_refused_before_anything_is_written(
+    tmp_path: Path,
+) -> None:
+    class Refusing(NoCluster):
+        def check(self) -> None:
+            raise UsageError("this target cannot form that group")
+
+    def refusing(spec: RunSpec, work_dir: Path, events: Events) -> Cluster:
+        return Refusing()
+
+    parts = RunParts(QUIET, BROKER_REF_TRAITS, refusing)
+    with pytest.raises(UsageError, match="cannot form") as raised:
+        run_scenario(QUIET.spec(1), parts, tmp_path)
+    assert not getattr(raised.value, "__notes__", None)
+    assert not list(tmp_path.iterdir())

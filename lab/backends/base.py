@@ -16,7 +16,7 @@ from lab.ground.errors import ClusterError, UsageError
 from lab.ground.events import Events
 from lab.ground.nodes import ClusterPlan, NodePlan, NodeStatus
 from lab.ground.ports import HOST, free_ports, release_ports
-from lab.ground.spec import Topology
+from lab.ground.spec import Durability, GroupSettings, Topology
 from lab.ground.topology import split_node_link
 from lab.targets.management import ManagementClient
 from lab.targets.protocol import JvmTarget, ManagedTarget, Target
@@ -57,6 +57,8 @@ def group_ready(statuses: Mapping[str, NodeStatus | None]) -> bool:
 
 class ClusterBase(Generic[N]):
     topology: Topology
+    durability: Durability
+    group: GroupSettings
     target: Target
     nodes: dict[str, N]
     plan: ClusterPlan | None
@@ -82,6 +84,10 @@ class ClusterBase(Generic[N]):
     @property
     def node_names(self) -> tuple[str, ...]:
         return self.topology.node_names
+
+    def check(self) -> None:
+        """Refuse, before anything starts, a group the target cannot form."""
+        self.target.check(ClusterPlan.outline(self.node_names, self.durability, self.group))
 
     def direct_urls(self) -> list[str]:
         """The nodes' own AMQP addresses, bypassing Toxiproxy (for measuring its cost)."""

@@ -36,6 +36,14 @@ class ClusterPlan:
     def names(self) -> tuple[str, ...]:
         return tuple(plan.name for plan in self.nodes)
 
+    @staticmethod
+    def outline(
+        names: tuple[str, ...], durability: Durability, settings: GroupSettings, group: str = "lab"
+    ) -> ClusterPlan:
+        """A plan without ports or folders: what a target checks before anything starts."""
+        nodes = tuple(NodePlan(n, 0, 0, 0, Path(), Path()) for n in names)
+        return ClusterPlan(group, nodes, durability, settings=settings)
+
     def node(self, name: str) -> NodePlan:
         for plan in self.nodes:
             if plan.name == name:

@@ -33,6 +33,10 @@ class Cluster(Protocol):
         """Each node's ports and folders once the cluster is planned (at `start`)."""
         ...
 
+    def check(self) -> None:
+        """Refuse, before anything starts, a group the target cannot form (UsageError)."""
+        ...
+
     def start(self) -> str:
         """Bring every node up and wait until the group is ready; return the master's name.
         On failure everything started is stopped again and the error raised."""
@@ -64,6 +68,9 @@ class NoCluster:
 
     node_names: tuple[str, ...] = ()
     plan: ClusterPlan | None = None
+
+    def check(self) -> None:
+        return None
 
     def start(self) -> str:
         return ""

@@ -22,6 +22,7 @@ from typing import Any
 from faults.nemesis import Nemesis
 from faults.preflight import preflight
 from lab.ground.errors import LabError
+from lab.ground.events import NoEvents
 from lab.ground.faultops import FaultOp
 from lab.ground.files import write_json
 from lab.ground.paths import LAB_ROOT
@@ -143,7 +144,6 @@ class _Run:
 
     def _body(self, cluster: Cluster) -> None:
         spec = self.spec
-        preflight(cluster, spec.schedule)
         self.phase("cluster")
         master = cluster.start()
         self.progress.note(f"cluster ready, master {master}")
@@ -257,6 +257,11 @@ def run_scenario(
     """Run `spec` into a new run folder under `runs_dir`, judge it, write result.json."""
     shown = progress or NoProgress()
     spec = replace(spec, git_revision=git_revision(LAB_ROOT))
+    # A group the target cannot form, or a fault the cluster cannot apply, is refused before
+    # anything starts or is written: this cluster is made only to be asked what it can do.
+    probe = parts.cluster(spec, runs_dir / spec.scenario, NoEvents())
+    probe.check()
+    preflight(probe, spec.schedule)
     folder = RunFolder.create(runs_dir, spec.scenario, spec.seed)
     reproduce = reproduce_command(spec, folder.path, parts)
     run = _Run(spec, parts, folder, shown)

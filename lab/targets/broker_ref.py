@@ -89,6 +89,9 @@ class BrokerRefTarget(RestManagement):
     def prepare(self) -> None:
         """Nothing to fetch: broker_ref is part of the lab."""
 
+    def check(self, cluster: ClusterPlan) -> None:
+        check_plan(cluster)
+
     def command(self, cluster: ClusterPlan, node: NodePlan) -> list[str]:
         check_plan(cluster)
         config = node_config(cluster, node, self.credentials)

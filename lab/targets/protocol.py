@@ -101,6 +101,11 @@ class Target(Protocol):
         """Fetch or check what the nodes need (once, before any starts); idempotent."""
         ...
 
+    def check(self, cluster: ClusterPlan) -> None:
+        """Refuse a group this target cannot form (a UsageError naming why), before anything
+        starts; `cluster` may be an outline without ports."""
+        ...
+
     def command(self, cluster: ClusterPlan, node: NodePlan) -> list[str]:
         """Write the node's configuration and return the command line that starts it."""
         ...
@@ -136,6 +141,9 @@ class NoTarget:
     founded_by_first_node = False
 
     def prepare(self) -> None:
+        return None
+
+    def check(self, cluster: ClusterPlan) -> None:
         return None
 
     def command(self, cluster: ClusterPlan, node: NodePlan) -> list[str]:

@@ -83,6 +83,9 @@ class BrokerJTarget(RestManagement):
 
     # -- local processes -----------------------------------------------------------------------
 
+    def check(self, cluster: ClusterPlan) -> None:
+        check_group(cluster)
+
     def command(self, cluster: ClusterPlan, node: NodePlan) -> list[str]:
         check_group(cluster)
         if shutil.which("java") is None:
