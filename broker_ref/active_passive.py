@@ -292,7 +292,6 @@ class ActivePassive:
             "readyBackups": sorted(self.ready_backups),
             "expectedBackups": sorted(self._expected),
             "members": {
-                peer: self._contact.info.get(peer, {}).get("ha", "unknown")
-                for peer in core.peers
+                peer: self._contact.info.get(peer, {}).get("ha", "unknown") for peer in core.peers
             },
         }

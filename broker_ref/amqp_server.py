@@ -19,7 +19,6 @@ they are; a message is decoded only to mark a redelivery.
 
 from __future__ import annotations
 
-import contextlib
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -30,12 +29,13 @@ from proton.reactor import Container
 from broker_ref.commit import GroupCommit
 from broker_ref.commit_path import CommitPath
 from broker_ref.consumers import Consumers
+from broker_ref.declarations import Declarations, replication_level
 from broker_ref.durability import SyncPolicy
-from broker_ref.errors import StoreError
+from broker_ref.message_codec import is_durable
 from broker_ref.oplog import Code, OperationalLog
 from broker_ref.proton_events import Timer, connection_of, link_of, session_of
 from broker_ref.queues import Queue, QueueBook, QueuedMessage
-from broker_ref.records import Declare, Dequeue, Enqueue
+from broker_ref.records import LEVELS, Dequeue, Enqueue
 from broker_ref.replica_state import ReplicaState
 from broker_ref.roles import Role, RoleTracker
 
@@ -47,8 +47,6 @@ __all__ = ["AmqpServer"]
 PRODUCER_CREDIT = 500
 MAX_MESSAGE_BYTES = 32 * 1024 * 1024
 MAX_ADDRESS_BYTES = 255
-FLUSH_INTERVAL_S = 0.5
-ACK_CHECK_S = 0.25
 SHUTDOWN_GRACE_S = 1.0
 FORCED = "amqp:connection:forced"
 _OUTCOMES = (Delivery.ACCEPTED, Delivery.REJECTED, Delivery.RELEASED, Delivery.MODIFIED)
@@ -72,8 +70,13 @@ class AmqpServer(Handler):
         on_committed: Callable[[], None] = lambda: None,
         replica_sync: SyncPolicy = SyncPolicy.NO_SYNC,
         insufficient_replicas_timeout_s: float = 5.0,
+        active_passive: bool = False,
     ) -> None:
         self._node = node
+        # Active-passive: messages are visible at commit, a non-durable one stays off the
+        # disk, a queue is declared with its replication level (`qpid.replicate`), and a
+        # commit waits for the backups without a timeout (a dead one is given up instead).
+        self._active_passive = active_passive
         self._idle_timeout_s = idle_timeout_s
         self._queues = queues
         self._commit = commit
@@ -82,14 +85,17 @@ class AmqpServer(Handler):
             queues,
             roles,
             oplog,
-            insufficient_replicas_timeout_s,
+            float("inf") if active_passive else insufficient_replicas_timeout_s,
             pump=lambda queue: self.consumers.pump_queue(queue),
             close_producer=self._close_producer,
             fatal=container.stop,
+            visible_at_commit=active_passive,
         )
         self.commit_path.acks_needed = acks_needed
         self.commit_path.on_committed = on_committed
-        self.replica = ReplicaState(commit, queues, oplog, replica_sync)
+        self.replica = ReplicaState(
+            commit, queues, oplog, replica_sync, durable_only=active_passive
+        )
         self._roles = roles
         self._oplog = oplog
         self._shutdown_requested = shutdown_requested
@@ -98,6 +104,7 @@ class AmqpServer(Handler):
         self._connections: set[Connection] = set()
         self._producers: dict[Link, Queue] = {}
         self.consumers = Consumers(self._dequeue)
+        self.declarations = Declarations(queues, commit, self.commit_path, roles, oplog)
         self._closing = False
         self._held: list[tuple[Link, Delivery, bytes]] = []
         self._held_dequeues: list[tuple[str, int]] = []
@@ -108,22 +115,10 @@ class AmqpServer(Handler):
         return self._queues
 
     def start_timers(self) -> None:
-        """Periodic work: write out what NO_SYNC keeps, fail commits whose acks never came."""
+        """The commit path's periodic work, until the server closes."""
         if not self._timers_started:
             self._timers_started = True
-            self._schedule(FLUSH_INTERVAL_S, self._flush_tick)
-            self._schedule(ACK_CHECK_S, self._ack_tick)
-
-    def _flush_tick(self) -> None:
-        with contextlib.suppress(StoreError):  # reported by the commit path, retried there
-            self._commit.flush()
-        if not self._closing:
-            self._schedule(FLUSH_INTERVAL_S, self._flush_tick)
-
-    def _ack_tick(self) -> None:
-        self.commit_path.fail_late_commits()
-        if not self._closing:
-            self._schedule(ACK_CHECK_S, self._ack_tick)
+            self.commit_path.start_timers(self._schedule, lambda: self._closing)
 
     # ---- lifecycle -------------------------------------------------------------------------
 
@@ -237,7 +232,11 @@ class AmqpServer(Handler):
         if len(address.encode("utf-8")) > MAX_ADDRESS_BYTES:
             self._refuse_link(link, "amqp:invalid-field", "queue name too long")
             return
-        queue = self._declare(address)
+        replicate = replication_level(link) if self._active_passive else None
+        if replicate not in (None, *LEVELS):
+            self._refuse_link(link, "amqp:invalid-field", f"qpid.replicate {replicate!r}")
+            return
+        queue = self.declarations.declare(address, replicate)
         link.source.copy(link.remote_source)
         link.target.copy(link.remote_target)
         if link.is_receiver:
@@ -283,13 +282,6 @@ class AmqpServer(Handler):
             self.consumers.flow(event.link)
 
     # ---- queues --------------------------------------------------------------------------------
-
-    def _declare(self, name: str) -> Queue:
-        queue = self._queues.get(name)
-        if queue is None:
-            queue = self._queues.add(name)
-            self.commit_path.stage(Declare(self._commit.next_txid, name, self._commit.term), None)
-        return queue
 
     # ---- the group's requests (run in this thread through the mailbox) -------------------------
 
@@ -395,4 +387,5 @@ class AmqpServer(Handler):
     def _enqueue(self, queue: Queue, body: bytes, delivery: Delivery | None) -> None:
         term = self._commit.term
         record = Enqueue(self._commit.next_txid, queue.name, queue.allocate_seq(), body, term)
-        self.commit_path.stage(record, delivery)
+        durable = not self._active_passive or is_durable(body)
+        self.commit_path.stage(record, delivery, durable)

@@ -18,7 +18,7 @@ from typing import Generic, TypeVar
 from broker_ref.durability import SyncPolicy
 from broker_ref.frame_log import FrameLog
 from broker_ref.log_store import LogStore
-from broker_ref.records import Record, encode_frame
+from broker_ref.records import Record, Skip, encode_frame
 
 __all__ = ["GroupCommit"]
 
@@ -55,10 +55,13 @@ class GroupCommit(Generic[W]):
     def _syncs(self) -> bool:
         return self.coalescing or self.sync_policy is SyncPolicy.SYNC
 
-    def stage(self, record: Record, waiter: W | None = None) -> None:
-        """Append `record` to the log; it counts only after the next `commit`."""
+    def stage(self, record: Record, waiter: W | None = None, durable: bool = True) -> None:
+        """Append `record` to the log; it counts only after the next `commit`. A change that
+        is not durable (a non-durable message in an active-passive cluster) holds its place
+        on disk as a SKIP and lives in the frame log (memory, and the replicas) only."""
         frame = encode_frame(record)
-        self.store.append_frame(record.txid, frame)
+        on_disk = frame if durable else encode_frame(Skip(record.txid, record.term))
+        self.store.append_frame(record.txid, on_disk)
         self._staged.append((record, frame, waiter))
 
     def commit(self) -> list[tuple[Record, W | None]]:

@@ -8,7 +8,10 @@
      "quorum_override": 0, "durability": "NO_SYNC,NO_SYNC,SIMPLE_MAJORITY",
      "heartbeat_interval_s": 0.1, "election_timeout_s": 0.6,
      "insufficient_replicas_timeout_s": 5.0, "rep_stream_timeout_s": 3600,
-     "management_user": "admin", "management_password": "admin"}
+     "management_user": "admin", "management_password": "admin",
+     "mode": "replicated-group", "ha_replicate": "none", "ha_backup_timeout_s": 10,
+     "link_heartbeat_interval_s": 120, "link_maintenance_interval_s": 2,
+     "ha_auth": false, "ha_username": "", "ha_password": "", "ha_mechanism": "ANONYMOUS"}
 
 `name`, `amqp_port`, `management_port` and `data_dir` are required; the others
 take the defaults shown (no peers: a group of one). `peers` says how this node
@@ -19,6 +22,16 @@ folder. Rules from the seeds: priority is 0..3 (Never, Normal, High, Highest);
 quorum_override is 0 (the default: a majority) up to the group's size;
 designated_primary applies only to a group of two; master sync SYNC cannot be
 combined with coalescing-sync.
+
+`mode` chooses how the group decides its master: "replicated-group" (the Java broker's:
+nodes elect one) or "active-passive" (the C++ broker's: brokers never elect themselves, a
+cluster manager promotes one; active_passive.py). The `ha_*` and `link_*` keys are the C++
+broker's HA options: `ha_replicate` (none, configuration, all) is how queues not declared
+with their own `qpid.replicate` are replicated; `ha_backup_timeout_s`; a backup is dead to
+its primary after twice `link_heartbeat_interval_s` of silence; a backup looks for its
+primary every `link_maintenance_interval_s`. With `ha_auth` on, a node accepts a peer only
+with the group's `ha_username` / `ha_password` (mechanism PLAIN; ANONYMOUS is refused); the
+same keys are what this node presents to its peers.
 """
 
 from __future__ import annotations
@@ -32,7 +45,19 @@ from typing import Any
 from broker_ref.durability import Durability, SyncPolicy, parse_durability
 from broker_ref.errors import ConfigError
 
-__all__ = ["NodeConfig", "load_config", "parse_config"]
+__all__ = [
+    "ACTIVE_PASSIVE",
+    "MODES",
+    "REPLICATE_LEVELS",
+    "NodeConfig",
+    "load_config",
+    "parse_config",
+]
+
+ACTIVE_PASSIVE = "active-passive"
+MODES = ("replicated-group", ACTIVE_PASSIVE)
+REPLICATE_LEVELS = ("none", "configuration", "all")
+MECHANISMS = ("ANONYMOUS", "PLAIN")
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
@@ -62,6 +87,19 @@ class NodeConfig:
     rep_stream_timeout_s: float = 3600.0
     management_user: str = "admin"
     management_password: str = "admin"
+    mode: str = "replicated-group"
+    ha_replicate: str = "none"
+    ha_backup_timeout_s: float = 10.0
+    link_heartbeat_interval_s: float = 120.0
+    link_maintenance_interval_s: float = 2.0
+    ha_auth: bool = False
+    ha_username: str = ""
+    ha_password: str = ""
+    ha_mechanism: str = "ANONYMOUS"
+
+    @property
+    def active_passive(self) -> bool:
+        return self.mode == ACTIVE_PASSIVE
 
     @property
     def group_size(self) -> int:
@@ -91,6 +129,15 @@ _OPTIONAL = (
     "rep_stream_timeout_s",
     "management_user",
     "management_password",
+    "mode",
+    "ha_replicate",
+    "ha_backup_timeout_s",
+    "link_heartbeat_interval_s",
+    "link_maintenance_interval_s",
+    "ha_auth",
+    "ha_username",
+    "ha_password",
+    "ha_mechanism",
 )
 
 
@@ -185,7 +232,32 @@ def parse_config(raw: Any, base_dir: Path | None = None) -> NodeConfig:
         management_password=(
             _text(raw, "management_password") if "management_password" in raw else "admin"
         ),
+        mode=_choice(raw, "mode", MODES),
+        ha_replicate=_choice(raw, "ha_replicate", REPLICATE_LEVELS, default="none"),
+        ha_backup_timeout_s=_seconds(raw, "ha_backup_timeout_s", 10.0, 0.0, 3600),
+        link_heartbeat_interval_s=_seconds(raw, "link_heartbeat_interval_s", 120.0, 0.05, 3600),
+        link_maintenance_interval_s=_seconds(raw, "link_maintenance_interval_s", 2.0, 0.01, 60),
+        ha_auth=_bool(raw, "ha_auth", False),
+        ha_username=_plain(raw, "ha_username"),
+        ha_password=_plain(raw, "ha_password"),
+        ha_mechanism=_choice(raw, "ha_mechanism", MECHANISMS, default="ANONYMOUS"),
     )
+
+
+def _choice(
+    raw: dict[str, Any], key: str, choices: tuple[str, ...], default: str | None = None
+) -> str:
+    value = raw.get(key, default if default is not None else choices[0])
+    if value not in choices:
+        raise ConfigError(f"{key!r} must be one of {', '.join(choices)}, got {value!r}")
+    return str(value)
+
+
+def _plain(raw: dict[str, Any], key: str) -> str:
+    value = raw.get(key, "")
+    if not isinstance(value, str):
+        raise ConfigError(f"{key!r} must be a string, got {_json_type(value)}")
+    return value
 
 
 def _seconds(raw: dict[str, Any], key: str, default: float, low: float, high: float) -> float:

@@ -3,7 +3,8 @@
     BrokerError               anything the node reports and exits on (status 2)
     ├── ConfigError           the config file is missing, not JSON, or has a bad key or value
     ├── StartupError          a port is taken or the data directory is in use
-    └── StoreError            the on-disk log cannot be opened or is not a log
+    ├── StoreError            the on-disk log cannot be opened or is not a log
+    └── ChangeRefused         a management request the node will not carry out (HTTP 422)
 
 A misbehaving client is never an exception: the node closes its link or
 connection with an AMQP error condition.
@@ -11,7 +12,7 @@ connection with an AMQP error condition.
 
 from __future__ import annotations
 
-__all__ = ["BrokerError", "ConfigError", "StartupError", "StoreError"]
+__all__ = ["BrokerError", "ChangeRefused", "ConfigError", "StartupError", "StoreError"]
 
 
 class BrokerError(Exception):
@@ -28,3 +29,7 @@ class StartupError(BrokerError):
 
 class StoreError(BrokerError):
     """The on-disk log cannot be opened, locked or written."""
+
+
+class ChangeRefused(BrokerError):
+    """A management request the node will not carry out; the message says why."""

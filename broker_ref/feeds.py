@@ -17,9 +17,10 @@ from typing import Any
 
 from broker_ref.group_core import GroupCore
 from broker_ref.oplog import Code
+from broker_ref.records import KIND_DECLARE, KIND_SKIP, peek_frame, skip_frame
 from broker_ref.roles import Role
 
-__all__ = ["BATCH_BYTES", "Feed", "Feeds", "split_frames"]
+__all__ = ["BATCH_BYTES", "Feed", "Feeds", "replication_filter", "split_frames"]
 
 BATCH_BYTES = 256 * 1024
 
@@ -53,6 +54,11 @@ class Feeds:
         self._wake: asyncio.Event | None = None
         # Called with the peer whose acknowledgement arrived (transfer master waits on one).
         self.acked_by: Callable[[str], None] = lambda peer: None
+        # Called with the peer this master answered a sync request of (its stream restarts).
+        self.synced: Callable[[str], None] = lambda peer: None
+        # What of each frame goes on the stream (an active-passive primary replaces what a
+        # queue's replication level keeps back by a SKIP); None: every frame as it is.
+        self.frame_filter: Callable[[bytes], bytes] | None = None
 
     def open_all(self) -> None:
         """A new master: a fresh feed for every peer, nothing acknowledged past its log."""
@@ -110,6 +116,7 @@ class Feeds:
             )
             core.oplog.info(Code.NETWORK_RESTORE, f"Network restore : {why} : sending a full copy")
         self.feeds[peer] = Feed()
+        self.synced(peer)
         core.net.send(
             peer,
             {
@@ -155,6 +162,8 @@ class Feeds:
                     if feed.next is None or feed.next > last:
                         continue
                     frames = core.frames.frames(feed.next, BATCH_BYTES)
+                    if self.frame_filter is not None:
+                        frames = [self.frame_filter(frame) for frame in frames]
                     header = {
                         "type": "append",
                         "term": core.term,
@@ -169,3 +178,22 @@ class Feeds:
                 await wake.wait()
             else:
                 await asyncio.sleep(0)
+
+
+def replication_filter(
+    level_of: Callable[[str], str | None], default: str
+) -> Callable[[bytes], bytes]:
+    """The frames a queue's replication level lets through: all of them for `all`, only its
+    declarations for `configuration`, nothing for `none` (a SKIP holds each place).
+    `level_of` gives a queue's own level, None for the broker's `default`."""
+
+    def let_through(frame: bytes) -> bytes:
+        kind, txid, term, queue = peek_frame(frame)
+        if kind == KIND_SKIP:
+            return frame
+        level = level_of(queue) or default
+        if level == "all" or (level == "configuration" and kind == KIND_DECLARE):
+            return frame
+        return skip_frame(txid, term)
+
+    return let_through

@@ -36,6 +36,11 @@ class Follower:
         self.streaming_role = Role.REPLICA
         # Called when the stream from `master` is about to start, after any rollback.
         self.on_stream_start: Callable[[str], None] = lambda master: None
+        # Called (group thread) with the last txid held after each batch is applied.
+        self.on_applied: Callable[[int], None] = lambda txid: None
+        # Whether the next sync asks for a full copy (a broker that clears its store first).
+        self.wants_full_copy: Callable[[], bool] = lambda: False
+        self.master_last = 0  # the master's last txid when it answered the sync
 
     def forget(self) -> None:
         self.synced = None
@@ -48,7 +53,12 @@ class Follower:
         self.sync_asked = time.monotonic()
         core.net.send(
             master,
-            {"type": "sync_request", "term": core.term, "last_txid": core.frames.last_txid},
+            {
+                "type": "sync_request",
+                "term": core.term,
+                "last_txid": core.frames.last_txid,
+                "full": self.wants_full_copy(),
+            },
         )
 
     def on_sync_reply(self, peer: str, msg: dict[str, Any], term: int) -> None:
@@ -57,6 +67,7 @@ class Follower:
             return
         boundaries = [(int(t), int(f)) for t, f in msg["boundaries"]]
         master_last = int(msg["last_txid"])
+        self.master_last = master_last
         restore = bool(msg.get("restore"))
         keep = 0 if restore else self._common_prefix(boundaries, master_last)
         self.synced = (peer, term)
@@ -85,8 +96,8 @@ class Follower:
         if self.synced != (master, term) or core.term != term:
             return
         self._expected_next = keep + 1
-        self.on_stream_start(master)
         core.set_role(self.streaming_role, f"replicating from {master}")
+        self.on_stream_start(master)
         core.net.send(master, {"type": "stream_from", "term": term, "from": keep + 1})
 
     def on_append(
@@ -107,6 +118,10 @@ class Follower:
         self._expected_next += len(frames)
 
         def applied(txid: int) -> None:
-            core.call(lambda: core.net.send(peer, {"type": "ack", "term": term, "txid": txid}))
+            def acknowledge() -> None:
+                core.net.send(peer, {"type": "ack", "term": term, "txid": txid})
+                self.on_applied(txid)
+
+            core.call(acknowledge)
 
         core.store.apply(frames, applied)

@@ -9,6 +9,8 @@ roll back, serve or stop serving clients.
     follower.py    the replica's side of it
     self_elected   the replicated group's rules: heartbeats and lease, elections
                    (election.py), transfer master (transfer.py), the commit point
+    active_passive the active-passive cluster's: promotion by a cluster manager, catch-up,
+                   ready backups, a recovering primary
 
 Every heartbeat interval the mode ticks; every message from a peer is dispatched here:
 the replication stream's to its two sides, the rest to the mode.
@@ -22,8 +24,10 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from concurrent.futures import Future
+from typing import Any, Protocol, TypeVar
 
+from broker_ref.active_passive import ActivePassive
 from broker_ref.config import NodeConfig
 from broker_ref.contact import Contact
 from broker_ref.feeds import Feeds
@@ -35,7 +39,42 @@ from broker_ref.peer_network import PeerNetwork
 from broker_ref.roles import Role
 from broker_ref.self_elected import SelfElected
 
-__all__ = ["Group", "StoreSide"]
+__all__ = ["Group", "Mode", "StoreSide"]
+
+T = TypeVar("T")
+
+
+class Mode(Protocol):
+    """How a group's nodes come to have a master: they elect one (self_elected.py), or a
+    cluster manager promotes one (active_passive.py). Group thread only."""
+
+    def started(self, now: float) -> None: ...
+
+    def full_copy(self, peer: str) -> bool:
+        """Whether `peer`, asking to sync, gets a full copy whatever it holds."""
+        ...
+
+    def tick(self, now: float) -> None:
+        """Every heartbeat: tell the peers this node's state, and act on the time passed."""
+        ...
+
+    def on_stall(self, gap_s: float, now: float) -> None: ...
+
+    def on_peer_left(self, peer: str) -> None: ...
+
+    def on_status(self, peer: str, msg: dict[str, Any], term: int, now: float) -> None: ...
+
+    def on_message(self, peer: str, kind: object, msg: dict[str, Any], now: float) -> None:
+        """A message the replication stream does not handle."""
+        ...
+
+    def acks_needed(self) -> int:
+        """Replica acknowledgements a commit waits for, now."""
+        ...
+
+    def advance_commit(self) -> None:
+        """Post the commit point the acknowledgements so far allow."""
+        ...
 
 
 class Group:
@@ -52,15 +91,27 @@ class Group:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._net = PeerNetwork(config, oplog, self._on_message)
         self.core = GroupCore(config, oplog, frames, store_side, self._net, self.call)
-        self.contact = Contact(
-            config.peer_names, config.election_timeout_s, oplog, time.monotonic()
+        # A peer is out of contact after an election timeout in a replicated group, after
+        # twice the link heartbeat in an active-passive cluster.
+        timeout = (
+            2 * config.link_heartbeat_interval_s
+            if config.active_passive
+            else config.election_timeout_s
         )
+        self.contact = Contact(config.peer_names, timeout, oplog, time.monotonic())
         self.feeds = Feeds(self.core)
         self.follower = Follower(self.core)
         self.on_fatal: Callable[[str], None] = lambda why: None
-        self.mode = SelfElected(
-            self.core, self.contact, self.feeds, self.follower, lambda why: self.on_fatal(why)
-        )
+        fatal = self._fatal
+        self.mode: Mode
+        if config.active_passive:
+            self.mode = ActivePassive(self.core, self.contact, self.feeds, self.follower, fatal)
+            self.feeds.synced = self.mode.on_sync
+            self.follower.wants_full_copy = lambda: not self._streamed
+            self.follower.on_stream_start = self._first_stream(self.follower.on_stream_start)
+        else:
+            self.mode = SelfElected(self.core, self.contact, self.feeds, self.follower, fatal)
+        self._streamed = False  # this node has followed a master since it started
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
         self._startup_error: BaseException | None = None
@@ -105,6 +156,19 @@ class Group:
             self._net.stop()
             await asyncio.sleep(0.05)  # let the connection tasks end on their own
 
+    def _fatal(self, why: str) -> None:
+        self.on_fatal(why)
+
+    def _first_stream(self, then: Callable[[str], None]) -> Callable[[str], None]:
+        """A broker clears its store for a full copy only the first time it follows a
+        primary after it started; a backup that fails over catches up from what it has."""
+
+        def started(master: str) -> None:
+            self._streamed = True
+            then(master)
+
+        return started
+
     def stop(self) -> None:
         if self._loop is not None and self._stop is not None:
             self._loop.call_soon_threadsafe(self._stop.set)
@@ -136,6 +200,23 @@ class Group:
 
         loop.call_soon_threadsafe(run)
         return done.wait(timeout_s)
+
+    def ask(self, action: Callable[[], T], timeout_s: float = 5.0) -> T:
+        """Run `action` in the group thread and wait for its result, or its exception (not
+        from that thread). TimeoutError when the thread did not get to it in time."""
+        loop = self._loop
+        if loop is None:
+            raise TimeoutError("the group thread is not running")
+        answer: Future[T] = Future()
+
+        def run() -> None:
+            try:
+                answer.set_result(action())
+            except BaseException as exc:
+                answer.set_exception(exc)
+
+        loop.call_soon_threadsafe(run)
+        return answer.result(timeout_s)
 
     # ---- facts --------------------------------------------------------------------------------
 
@@ -188,6 +269,7 @@ class Group:
         for peer in self.contact.update(now):
             if self.core.role is Role.MASTER:
                 self.feeds.give_up(peer)
+            self.mode.on_peer_left(peer)
         self.mode.tick(now)
 
     def records_committed(self) -> None:
@@ -211,7 +293,8 @@ class Group:
         elif kind == "sync_request":
             if core.role is Role.MASTER and term == core.term:
                 away = self.contact.away(peer, now)
-                self.feeds.on_sync_request(peer, term, away, self.mode.full_copy(peer))
+                full = bool(msg.get("full")) or self.mode.full_copy(peer)
+                self.feeds.on_sync_request(peer, term, away, full)
         elif kind == "sync_reply":
             self.follower.on_sync_reply(peer, msg, term)
         elif kind == "stream_from":

@@ -10,10 +10,14 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Callable
+from concurrent.futures import Future
+from typing import TypeVar
 
 from broker_ref.wake_pipe import WakePipe
 
 __all__ = ["Mailbox"]
+
+T = TypeVar("T")
 
 
 class Mailbox(WakePipe):
@@ -32,6 +36,20 @@ class Mailbox(WakePipe):
                 return
             self._items.append(action)
         self.wake()
+
+    def ask(self, action: Callable[[], T], timeout_s: float = 5.0) -> T:
+        """Run `action` in the reactor thread and wait for its result (or its exception);
+        not from the reactor thread. TimeoutError when it did not run within `timeout_s`."""
+        answer: Future[T] = Future()
+
+        def run() -> None:
+            try:
+                answer.set_result(action())
+            except BaseException as exc:
+                answer.set_exception(exc)
+
+        self.post(run)
+        return answer.result(timeout_s)
 
     def on_wake(self) -> None:
         """Run everything posted so far (in the reactor thread)."""

@@ -9,6 +9,11 @@
                                                   mastership here. 200, or 422 with
                                                   {"errorMessage"} and nothing changed
     GET  /api/latest/remotereplicationnode/<name> 200 [the other nodes as this node sees them]
+    GET  /api/latest/ha/<name>                    an active-passive broker's HA status
+                                                  (qpid-ha status); 404 for any other broker
+    POST /api/latest/ha/<name>                    {"action": "promote"} (a cluster manager's)
+                                                  or {"action": "replicate", "queue", "level"}:
+                                                  200, or 422 with {"errorMessage"}
 
 Every /api/ path needs HTTP basic authentication with the node's configured
 credentials: 401 otherwise, and nothing changes.
@@ -25,15 +30,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
 from urllib.parse import unquote, urlsplit
 
+from broker_ref.errors import ChangeRefused
+
 __all__ = ["ChangeRefused", "ManagementServer", "NodeView"]
 
 _VHN_PREFIX = "/api/latest/virtualhostnode/"
 _REMOTE_PREFIX = "/api/latest/remotereplicationnode/"
+_HA_PREFIX = "/api/latest/ha/"
 MAX_BODY = 64 * 1024
-
-
-class ChangeRefused(Exception):
-    """An attribute change the node will not make; the message says why."""
 
 
 class NodeView(Protocol):
@@ -53,6 +57,14 @@ class NodeView(Protocol):
 
     def set_attributes(self, changes: dict[str, Any]) -> None:
         """Apply all the changes or raise ChangeRefused and apply none."""
+        ...
+
+    def ha(self) -> dict[str, Any] | None:
+        """The HA status of an active-passive broker; None for any other."""
+        ...
+
+    def ha_action(self, request: dict[str, Any]) -> None:
+        """Carry out a promotion or a replication change, or raise ChangeRefused."""
         ...
 
 
@@ -106,6 +118,16 @@ class _RequestHandler(BaseHTTPRequestHandler):
             self._reply(200, view.virtualhostnode())
         elif self._named(path, _REMOTE_PREFIX):
             self._reply(200, view.remote_nodes())
+        elif self._named(path, _HA_PREFIX):
+            try:
+                status = view.ha()
+            except TimeoutError:
+                self._reply(503, {"errorMessage": "the broker did not answer in time"})
+                return
+            if status is None:
+                self._reply(404, {"errorMessage": "not a broker of an active-passive cluster"})
+            else:
+                self._reply(200, status)
         else:
             self._reply(404, {"errorMessage": "not found", "path": path})
 
@@ -113,7 +135,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
         path = self._path()
         if path.startswith("/api/") and not self._authorized():
             return
-        if not self._named(path, _VHN_PREFIX):
+        ha = self._named(path, _HA_PREFIX)
+        if not ha and not self._named(path, _VHN_PREFIX):
             self._reply(404, {"errorMessage": "not found", "path": path})
             return
         length = int(self.headers.get("Content-Length") or 0)
@@ -128,8 +151,15 @@ class _RequestHandler(BaseHTTPRequestHandler):
         if not isinstance(changes, dict):
             self._reply(422, {"errorMessage": "the body must be a JSON object of attributes"})
             return
+        view = self.server.view
         try:
-            self.server.view.set_attributes(changes)
+            if ha:
+                view.ha_action(changes)
+            else:
+                view.set_attributes(changes)
+        except TimeoutError:
+            self._reply(503, {"errorMessage": "the broker did not answer in time"})
+            return
         except ChangeRefused as exc:
             self._reply(422, {"errorMessage": str(exc)})
             return

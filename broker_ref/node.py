@@ -27,11 +27,13 @@ from broker_ref.amqp_server import AmqpServer
 from broker_ref.commit import GroupCommit
 from broker_ref.config import NodeConfig
 from broker_ref.errors import StartupError
+from broker_ref.feeds import replication_filter
 from broker_ref.frame_log import FrameLog
 from broker_ref.group import Group
 from broker_ref.log_store import LogStore, Recovery
 from broker_ref.mailbox import Mailbox
-from broker_ref.management import ChangeRefused, ManagementServer
+from broker_ref.management import ManagementServer
+from broker_ref.node_view import NodeManagementView
 from broker_ref.oplog import Code, OperationalLog
 from broker_ref.proton_guard import install as install_proton_guard
 from broker_ref.queues import QueueBook
@@ -112,88 +114,9 @@ class Node:
         self._recovery: Recovery | None = None
         self._group: Group | None = None
         self._fatal: str | None = None
-
-    # ---- NodeView, read by the management thread ---------------------------------------------
-
-    @property
-    def name(self) -> str:
-        return self.config.name
-
-    @property
-    def credentials(self) -> tuple[str, str]:
-        return self.config.management_user, self.config.management_password
-
-    def health(self) -> dict[str, Any]:
-        return {"status": "ok", "name": self.config.name, "role": self._roles.current.value}
-
-    def virtualhostnode(self) -> dict[str, Any]:
-        config = self.config
-        group = self._group
-        settings = group.mode.settings if group else None
-        queues = self._queues.stats()
-        return {
-            "name": config.name,
-            "groupName": config.group,
-            "role": self._roles.current.value,
-            "priority": settings.priority if settings else config.priority,
-            "designatedPrimary": (
-                settings.designated_primary if settings else config.designated_primary
-            ),
-            "quorumOverride": settings.quorum_override if settings else config.quorum_override,
-            "lastKnownReplicationTransactionId": self._frames.last_txid,
-            "term": group.term if group else 0,
-            "address": f"{config.host}:{config.replication_port}",
-            "permittedNodes": list(config.permitted_nodes or (config.name,)),
-            "durability": str(config.durability),
-            "coalescingSync": config.coalescing_sync,
-            "queues": {
-                name: {"depth": stats.depth, "unacked": stats.unacked}
-                for name, stats in sorted(queues.items())
-            },
-        }
-
-    def remote_nodes(self) -> list[dict[str, Any]]:
-        return self._group.peer_view() if self._group else []
-
-    def set_attributes(self, changes: dict[str, Any]) -> None:
-        """Validate every change first; apply all or none (Broker-J answers 422 on a bad one)."""
-        group = self._group
-        if group is None:
-            raise ChangeRefused("the node is not running yet")
-        allowed = {"priority", "designatedPrimary", "quorumOverride", "role"}
-        unknown = sorted(set(changes) - allowed)
-        if unknown:
-            raise ChangeRefused(f"cannot change attribute(s) {', '.join(unknown)}")
-        size = self.config.group_size
-        if "priority" in changes:
-            value = changes["priority"]
-            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 3:
-                raise ChangeRefused(f"priority must be an integer 0..3, not {value!r}")
-        if "quorumOverride" in changes:
-            value = changes["quorumOverride"]
-            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= size:
-                raise ChangeRefused(
-                    f"quorumOverride must be an integer 0..{size} (the group's size), not {value!r}"
-                )
-        if "designatedPrimary" in changes:
-            value = changes["designatedPrimary"]
-            if not isinstance(value, bool):
-                raise ChangeRefused(f"designatedPrimary must be true or false, not {value!r}")
-            if size != 2:
-                raise ChangeRefused(
-                    f"designatedPrimary applies only to a group of two nodes (this one has {size})"
-                )
-        if "role" in changes and changes["role"] != "MASTER":
-            raise ChangeRefused(f"role can only be set to MASTER, not {changes['role']!r}")
-        attributes = {k: v for k, v in changes.items() if k != "role"}
-        mode = group.mode
-        applied = not attributes or group.call_and_wait(lambda: mode.set_attributes(attributes))
-        if not applied:
-            raise ChangeRefused("the node's group thread did not confirm the change within 5 s")
-        if "role" in changes:
-            why_not = mode.request_transfer()
-            if why_not is not None:
-                raise ChangeRefused(f"cannot transfer mastership here: {why_not}")
+        self.view = NodeManagementView(
+            config, self._roles, self._frames, self._queues, self._mailbox
+        )
 
     # ---- lifecycle -----------------------------------------------------------------------------
 
@@ -203,7 +126,7 @@ class Node:
         self._shutdown.install()
         try:
             try:
-                self._management = ManagementServer(config.host, config.management_port, self)
+                self._management = ManagementServer(config.host, config.management_port, self.view)
             except OSError as exc:
                 raise StartupError(
                     f"cannot listen on {config.host}:{config.management_port} (management):"
@@ -251,6 +174,7 @@ class Node:
                 shutdown_requested=lambda: self._shutdown.requested,
                 replica_sync=config.durability.replica_sync,
                 insufficient_replicas_timeout_s=config.insufficient_replicas_timeout_s,
+                active_passive=config.active_passive,
             )
             group = Group(
                 config,
@@ -262,7 +186,14 @@ class Node:
             group.on_fatal = self._fail
             server.commit_path.acks_needed = group.acks_needed
             server.commit_path.on_committed = lambda: group.call(group.records_committed)
+            if config.active_passive:
+                group.feeds.frame_filter = replication_filter(
+                    self._queues.level_of, config.ha_replicate
+                )
+                self.view.set_replication = server.declarations.set_replication
+                self.view.consumed_first = lambda: server.commit_path.consumed_first
             self._group = group
+            self.view.group = group
             self._container.handler.add(server)
             self._container.selectable(handler=cast(Any, self._shutdown))
             self._container.selectable(handler=cast(Any, self._mailbox))
@@ -274,7 +205,7 @@ class Node:
             group.start()
             self._container.run()
             group.stop()
-            self._group = None
+            self._group = self.view.group = None
             if self._fatal is not None:
                 raise StartupError(self._fatal)
             store, self._store = self._store, None

@@ -5,12 +5,19 @@ per-pair proxy, so a cut link really cuts) and sends its own messages on that
 connection; it receives each peer's messages on the connection the peer
 dialled. A node that is not in `permitted_nodes`, or of another group, is
 refused as an intruder (HA-1008).
+
+With `ha_auth` on (the C++ broker's HA security), a peer's hello must carry the group's
+`ha_username` / `ha_password` with mechanism PLAIN; anything else, ANONYMOUS included, is
+refused with code 320 and logged (REF-2013), and the refused node logs the refusal it is
+told (REF-2012: "Client closed connection with 320 : …"), as the seed's troubleshooting
+section shows. Each node presents its own configured credentials.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 from collections.abc import Callable
 from typing import Any
 
@@ -37,6 +44,8 @@ class PeerNetwork:
         self._incoming: set[asyncio.StreamWriter] = set()
         self._generation = 0
         self.on_connected: Callable[[str], None] = lambda peer: None
+        self._refusals: dict[str, str] = {}  # what each peer last refused us for
+        self._denied: dict[str, str] = {}  # what we last refused each peer for
 
     async def start(self, server: asyncio.Server | None = None) -> None:
         self._server = server
@@ -51,22 +60,51 @@ class PeerNetwork:
             except OSError:
                 await asyncio.sleep(RECONNECT_S)
                 continue
-            write_message(
-                writer, {"type": "hello", "group": self._config.group, "node": self._config.name}
-            )
+            write_message(writer, self._hello())
             self._out[peer] = writer
             self.on_connected(peer)
             try:
-                # The peer never writes on this connection; reading tells when it is gone.
-                while await reader.read(4096):
-                    pass
-            except (OSError, asyncio.IncompleteReadError):
+                # The peer writes on this connection only to refuse it; reading tells when
+                # it is gone.
+                while True:
+                    header, _ = await read_message(reader)
+                    if header.get("type") == "refused":
+                        self._refused(peer, header)
+            except (OSError, ValueError, asyncio.IncompleteReadError):
                 pass
             finally:
                 if self._out.get(peer) is writer:
                     del self._out[peer]
                 writer.close()
             await asyncio.sleep(RECONNECT_S)
+
+    def _hello(self) -> dict[str, Any]:
+        config = self._config
+        hello: dict[str, Any] = {"type": "hello", "group": config.group, "node": config.name}
+        hello["mechanism"] = config.ha_mechanism
+        if config.ha_mechanism == "PLAIN":
+            hello.update(username=config.ha_username, password=config.ha_password)
+        return hello
+
+    def _refused(self, peer: str, header: dict[str, Any]) -> None:
+        text = f"Client closed connection with {header.get('code')} : {header.get('text')}"
+        if self._refusals.get(peer) != text:  # once per reason, not at every redial
+            self._refusals[peer] = text
+            self._oplog.warn(Code.HA_LINK_REFUSED, text)
+
+    def _authentication_refusal(self, hello: dict[str, Any]) -> str | None:
+        """Why the peer's hello does not authenticate, or None when it does (or no
+        authentication is asked for)."""
+        config = self._config
+        if not config.ha_auth:
+            return None
+        user = str(hello.get("username", ""))
+        if hello.get("mechanism") != "PLAIN":
+            return f"User anonymous@QPID federation connection denied ({hello.get('mechanism')})"
+        given = str(hello.get("password", "")).encode()
+        if user == config.ha_username and hmac.compare_digest(given, config.ha_password.encode()):
+            return None
+        return f"Authentication failed for {user or 'anonymous'}"
 
     async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """One incoming connection: a peer's hello, then its messages."""
@@ -87,6 +125,15 @@ class PeerNetwork:
                     f"Intruder detected : Node '{peer}' ({address[0]}:{address[1]})",
                 )
                 return
+            refusal = self._authentication_refusal(hello)
+            if refusal is not None:
+                if self._denied.get(peer) != refusal:
+                    self._denied[peer] = refusal
+                    self._oplog.warn(Code.HA_AUTH_FAILED, f"{refusal} : node '{peer}'")
+                write_message(writer, {"type": "refused", "code": 320, "text": refusal})
+                await writer.drain()
+                return
+            self._denied.pop(peer, None)
             while generation == self._generation:
                 header, payload = await read_message(reader)
                 self._on_message(peer, header, payload)

@@ -18,7 +18,7 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from broker_ref.records import Declare, Dequeue, Enqueue, Record
+from broker_ref.records import Declare, Dequeue, Enqueue, Record, Skip
 
 __all__ = ["Queue", "QueueBook", "QueueStats", "QueuedMessage"]
 
@@ -42,8 +42,11 @@ class QueueStats:
 class Queue:
     """One durable queue."""
 
-    def __init__(self, name: str, next_seq: int = 1) -> None:
+    def __init__(self, name: str, next_seq: int = 1, replicate: str | None = None) -> None:
         self.name = name
+        # How an active-passive primary replicates it (none / configuration / all); None:
+        # the broker's default (`ha_replicate`). Read from any thread (one attribute).
+        self.replicate = replicate
         self._next_seq = next_seq
         self._ready: deque[QueuedMessage] = deque()
         self._returned: list[tuple[int, QueuedMessage]] = []
@@ -132,6 +135,7 @@ class QueueBook:
         """Rebuild the queues from the log: declared queues and the messages not dequeued."""
         live: dict[str, dict[int, bytes]] = {}
         next_seq: dict[str, int] = {}
+        levels: dict[str, str | None] = {}
         for record in records:
             if isinstance(record, Enqueue):
                 live.setdefault(record.queue, {})[record.seq] = record.body
@@ -140,17 +144,23 @@ class QueueBook:
                 live.get(record.queue, {}).pop(record.seq, None)
             elif isinstance(record, Declare):
                 live.setdefault(record.queue, {})
+                levels[record.queue] = record.replicate or levels.get(record.queue)
         book = cls()
         for name, messages in live.items():
-            queue = Queue(name, next_seq.get(name, 1))
+            queue = Queue(name, next_seq.get(name, 1), levels.get(name))
             for seq in sorted(messages):
                 queue.push(QueuedMessage(seq, messages[seq]))
             book._queues[name] = queue
         return book
 
-    def apply(self, record: Record) -> Queue:
-        """Apply one of the master's records, as a replica does; return the queue it touched."""
+    def apply(self, record: Record) -> Queue | None:
+        """Apply one of the master's records, as a replica does; return the queue it touched
+        (None for a SKIP, which holds a transaction's place and touches nothing)."""
+        if isinstance(record, Skip):
+            return None
         queue = self._queues.get(record.queue) or self.add(record.queue)
+        if isinstance(record, Declare) and record.replicate is not None:
+            queue.replicate = record.replicate
         if isinstance(record, Enqueue):
             queue.push(QueuedMessage(record.seq, record.body))
             queue.follow_seq(record.seq)
@@ -166,9 +176,14 @@ class QueueBook:
     def get(self, name: str) -> Queue | None:
         return self._queues.get(name)
 
-    def add(self, name: str) -> Queue:
+    def level_of(self, name: str) -> str | None:
+        """The replication level `name` was declared with (None: none given); any thread."""
+        queue = self._queues.get(name)
+        return None if queue is None else queue.replicate
+
+    def add(self, name: str, replicate: str | None = None) -> Queue:
         """Create the queue `name`; the caller records its DECLARE."""
-        queue = Queue(name)
+        queue = Queue(name, replicate=replicate)
         with self._lock:
             self._queues[name] = queue
         return queue

@@ -15,9 +15,10 @@ from proton import Delivery
 
 from broker_ref.commit import GroupCommit
 from broker_ref.durability import SyncPolicy
+from broker_ref.message_codec import is_durable
 from broker_ref.oplog import Code, OperationalLog
 from broker_ref.queues import QueueBook
-from broker_ref.records import decode_payload
+from broker_ref.records import Enqueue, Skip, decode_payload, encode_frame
 
 __all__ = ["ReplicaState"]
 
@@ -29,11 +30,14 @@ class ReplicaState:
         queues: QueueBook,
         oplog: OperationalLog,
         replica_sync: SyncPolicy,
+        durable_only: bool = False,
     ) -> None:
         self._commit = commit
         self._queues = queues
         self._oplog = oplog
         self._replica_sync = replica_sync
+        # Active-passive: a non-durable message holds its place on disk as a SKIP.
+        self._durable_only = durable_only
 
     def apply(self, frames: list[bytes]) -> int:
         """Store and apply the master's records; return the last txid held."""
@@ -45,7 +49,10 @@ class ReplicaState:
                 if log.term_at(record.txid) == record.term:
                     continue  # already held
                 self._discard_diverged(record.txid - 1)
-            store.append_frame(record.txid, frame)
+            on_disk = frame
+            if self._durable_only and type(record) is Enqueue and not is_durable(record.body):
+                on_disk = encode_frame(Skip(record.txid, record.term))
+            store.append_frame(record.txid, on_disk)
             log.append(record.txid, record.term, frame)
             self._queues.apply(record)
         if self._replica_sync is SyncPolicy.SYNC:

@@ -107,6 +107,9 @@ class SelfElected:
             self._core.set_role(Role.WAITING, reason)
         self.elections.due = self.elections.next_time(now)
 
+    def on_peer_left(self, peer: str) -> None:
+        return None  # the lease (tick) decides what a master does with fewer peers
+
     def on_message(self, peer: str, kind: object, msg: dict[str, Any], now: float) -> None:
         """The messages of elections and transfers."""
         elections = self.elections

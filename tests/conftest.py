@@ -3,12 +3,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 from broker_helpers import NodeFactory, NodeProcess, _free_port
+from group_helpers import LocalGroup
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -75,3 +76,20 @@ def start_node(tmp_path: Path) -> Iterator[NodeFactory]:
     yield start
     for node in nodes:
         node.kill()
+
+
+@pytest.fixture
+def make_group(tmp_path: Path) -> Iterator[Callable[..., LocalGroup]]:
+    groups: list[LocalGroup] = []
+
+    def make(size: int, start: bool = True, **settings: Any) -> LocalGroup:
+        group = LocalGroup(tmp_path / f"g{len(groups)}", size, **settings)
+        groups.append(group)
+        if start:
+            for name in group.configs:
+                group.start(name)
+        return group
+
+    yield make
+    for group in groups:
+        group.stop_all()

@@ -2,158 +2,15 @@
 
 from __future__ import annotations
 
-import base64
-import json
-import signal
-import socket
-import subprocess
-import sys
 import time
-import urllib.error
-import urllib.request
-from collections.abc import Callable, Iterator
-from pathlib import Path
-from typing import Any
+from collections.abc import Callable
 
 import pytest
+from group_helpers import LocalGroup
 from proton import Message
 from proton.utils import BlockingConnection
 
 from broker_ref.roles import Role
-
-REPO = Path(__file__).resolve().parent.parent
-
-
-# ---- real groups ---------------------------------------------------------------------------------
-
-
-def _free_ports(count: int) -> list[int]:
-    socks = [socket.socket() for _ in range(count)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
-
-
-class _Group:
-    def __init__(self, root: Path, size: int, **settings: Any) -> None:
-        self.root = root
-        names = [f"n{i}" for i in range(1, size + 1)]
-        ports = _free_ports(3 * size)
-        self.ports = {
-            n: (ports[3 * i], ports[3 * i + 1], ports[3 * i + 2]) for i, n in enumerate(names)
-        }
-        self.procs: dict[str, subprocess.Popen[bytes]] = {}
-        self.configs: dict[str, dict[str, Any]] = {}
-        for name in names:
-            amqp, mgmt, repl = self.ports[name]
-            config = {
-                "name": name,
-                "amqp_port": amqp,
-                "management_port": mgmt,
-                "replication_port": repl,
-                "data_dir": str(root / name / "data"),
-                "peers": {p: f"127.0.0.1:{self.ports[p][2]}" for p in names if p != name},
-            }
-            config.update(settings.get(name, {}))
-            config.update(settings.get("all", {}))
-            self.configs[name] = config
-
-    def start(self, name: str) -> None:
-        node_dir = self.root / name
-        node_dir.mkdir(parents=True, exist_ok=True)
-        path = node_dir / "config.json"
-        path.write_text(json.dumps(self.configs[name]))
-        with open(node_dir / "stdout.log", "ab") as out, open(node_dir / "stderr.log", "ab") as err:
-            self.procs[name] = subprocess.Popen(
-                [sys.executable, "-m", "broker_ref", "--config", str(path)],
-                stdout=out,
-                stderr=err,
-                cwd=REPO,
-            )
-
-    def kill(self, name: str) -> None:
-        proc = self.procs[name]
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-
-    def stop_all(self) -> None:
-        for proc in self.procs.values():
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-
-    def request(
-        self,
-        name: str,
-        method: str = "GET",
-        body: Any = None,
-        auth: str = "admin:admin",
-        what: str = "virtualhostnode",
-    ) -> tuple[int, Any]:
-        url = f"http://127.0.0.1:{self.ports[name][1]}/api/latest/{what}/{name}"
-        data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(url, data=data, method=method)
-        req.add_header("Authorization", "Basic " + base64.b64encode(auth.encode()).decode())
-        req.add_header("Content-Type", "application/json")
-        try:
-            with urllib.request.urlopen(req, timeout=5) as reply:
-                return reply.status, json.loads(reply.read() or b"null")
-        except urllib.error.HTTPError as exc:
-            return exc.code, json.loads(exc.read() or b"null")
-        except OSError:
-            return 0, None
-
-    def roles(self) -> dict[str, str]:
-        found = {}
-        for name, proc in self.procs.items():
-            if proc.poll() is None:
-                status, body = self.request(name)
-                found[name] = body["role"] if status == 200 else "?"
-        return found
-
-    def wait_for(
-        self, test: Callable[[dict[str, str]], bool], timeout_s: float = 20.0
-    ) -> dict[str, str]:
-        deadline = time.monotonic() + timeout_s
-        roles: dict[str, str] = {}
-        while time.monotonic() < deadline:
-            roles = self.roles()
-            if test(roles):
-                return roles
-            time.sleep(0.1)
-        raise AssertionError(f"roles never settled: {roles}")
-
-    def master(self) -> str:
-        roles = self.wait_for(
-            lambda r: (
-                list(r.values()).count("MASTER") == 1
-                and all(v in ("MASTER", "REPLICA") for v in r.values())
-            )
-        )
-        return next(n for n, r in roles.items() if r == "MASTER")
-
-    def oplog(self, name: str) -> str:
-        return (self.root / name / "stdout.log").read_text()
-
-
-@pytest.fixture
-def make_group(tmp_path: Path) -> Iterator[Callable[..., _Group]]:
-    groups: list[_Group] = []
-
-    def make(size: int, start: bool = True, **settings: Any) -> _Group:
-        group = _Group(tmp_path / f"g{len(groups)}", size, **settings)
-        groups.append(group)
-        if start:
-            for name in group.configs:
-                group.start(name)
-        return group
-
-    yield make
-    for group in groups:
-        group.stop_all()
 
 
 def _send(port: int, count: int, prefix: str) -> None:
@@ -168,7 +25,7 @@ def _send(port: int, count: int, prefix: str) -> None:
 
 @pytest.mark.processes
 def test_a_group_elects_one_master_replicates_and_fails_over(
-    make_group: Callable[..., _Group],
+    make_group: Callable[..., LocalGroup],
 ) -> None:
     group = make_group(3)
     master = group.master()
@@ -191,7 +48,7 @@ def test_a_group_elects_one_master_replicates_and_fails_over(
 
 
 @pytest.mark.processes
-def test_management_validates_and_authenticates(make_group: Callable[..., _Group]) -> None:
+def test_management_validates_and_authenticates(make_group: Callable[..., LocalGroup]) -> None:
     group = make_group(3)
     master = group.master()
     replica = next(n for n in group.configs if n != master)
@@ -222,7 +79,7 @@ def test_management_validates_and_authenticates(make_group: Callable[..., _Group
 
 
 @pytest.mark.processes
-def test_transfer_master_moves_mastership(make_group: Callable[..., _Group]) -> None:
+def test_transfer_master_moves_mastership(make_group: Callable[..., LocalGroup]) -> None:
     group = make_group(3)
     master = group.master()
     chosen = next(n for n in group.configs if n != master)
@@ -234,7 +91,7 @@ def test_transfer_master_moves_mastership(make_group: Callable[..., _Group]) -> 
 
 
 @pytest.mark.processes
-def test_an_intruder_is_refused(make_group: Callable[..., _Group]) -> None:
+def test_an_intruder_is_refused(make_group: Callable[..., LocalGroup]) -> None:
     group = make_group(3, all={"permitted_nodes": ["n1", "n2", "n3"]})
     group.master()
     stranger = make_group(2, start=False)
@@ -252,7 +109,9 @@ def test_an_intruder_is_refused(make_group: Callable[..., _Group]) -> None:
 
 
 @pytest.mark.processes
-def test_both_nodes_designated_primary_refuse_to_start(make_group: Callable[..., _Group]) -> None:
+def test_both_nodes_designated_primary_refuse_to_start(
+    make_group: Callable[..., LocalGroup],
+) -> None:
     group = make_group(2, all={"designated_primary": True})
     for proc in group.procs.values():
         assert proc.wait(timeout=20) == 2
@@ -261,7 +120,7 @@ def test_both_nodes_designated_primary_refuse_to_start(make_group: Callable[...,
 
 @pytest.mark.processes
 def test_quorum_loss_stops_service_and_override_restores_it(
-    make_group: Callable[..., _Group],
+    make_group: Callable[..., LocalGroup],
 ) -> None:
     group = make_group(3)
     master = group.master()
