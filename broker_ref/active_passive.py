@@ -70,6 +70,7 @@ class ActivePassive:
         self.ready_backups: set[str] = set()
         self._expected: set[str] = set()
         self._recovering_since = 0.0
+        self._runs: dict[str, str] = {}  # each peer's run (a new one: it restarted)
         follower.streaming_role = Role.WAITING  # a backup is a REPLICA only once ready
         follower.on_stream_start = self._stream_started
         follower.on_applied = self._applied
@@ -144,13 +145,18 @@ class ActivePassive:
 
     def on_peer_left(self, peer: str) -> None:
         """Twice the link heartbeat without a word: the backup is dead to the primary."""
-        if not self.status.primary:
-            return
+        if self.status.primary:
+            self._forget_backup(peer, "missed its heartbeats")
+
+    def _forget_backup(self, peer: str, why: str) -> None:
+        """The primary stops waiting for `peer` (dead, or restarted: a new broker that must
+        catch up again) and drops what it still had queued for it."""
         self._targets.pop(peer, None)
+        self._feeds.give_up(peer)
         if peer in self.ready_backups:
             self.ready_backups.discard(peer)
             self._core.oplog.warn(
-                Code.HA_BACKUP_DEAD, f"Backup '{peer}' missed its heartbeats : no longer waited for"
+                Code.HA_BACKUP_DEAD, f"Backup '{peer}' {why} : no longer waited for"
             )
         self.advance_commit()
 
@@ -159,7 +165,14 @@ class ActivePassive:
 
     def on_status(self, peer: str, msg: dict[str, Any], term: int, now: float) -> None:
         core = self._core
-        if peer != core.master or self.status.primary:
+        run = str(msg.get("run", ""))
+        restarted = self._runs.get(peer, run) != run
+        self._runs[peer] = run
+        if self.status.primary:
+            if restarted and (peer in self._targets or peer in self.ready_backups):
+                self._forget_backup(peer, "restarted")
+            return
+        if peer != core.master:
             return
         if msg.get("role") != "MASTER":  # the primary restarted or was stopped
             core.oplog.info(Code.HA_DISCONNECTED, f"Disconnected from primary : '{peer}'")

@@ -9,6 +9,7 @@ and change it from that thread only.
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -66,6 +67,8 @@ class GroupCore:
         self.role = Role.WAITING
         self.master: str | None = None
         self.master_seen = 0.0  # when the master was last heard
+        # This process's run of the node: a peer that sees it change knows the node restarted.
+        self.run_id = secrets.token_hex(6)
 
     @property
     def name(self) -> str:
@@ -104,5 +107,6 @@ class GroupCore:
             "master": self.master,
             "last_txid": self.frames.last_txid,
             "last_term": self.frames.last_term(),
+            "run": self.run_id,
             **extra,
         }

@@ -5,8 +5,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol, cast
 
-from proton import Connection, Delivery, Event, Handler, Link, Session, Terminus, Transport
-from proton.reactor import Container
+from proton import (
+    Connection,
+    Delivery,
+    Event,
+    Handler,
+    Link,
+    Session,
+    Terminus,
+    Transport,
+    symbol,
+)
+from proton.reactor import Container, LinkOption
 
 from clients.event_loop import Cancellable, call_later, describe
 from clients.op_writer import LinkRole
@@ -98,6 +108,16 @@ class _Attempt(Handler):
             transport.close_head()
 
 
+class _NodeProperties(LinkOption):
+    """Node properties on a sender's target (the terminus' dynamic-node-properties)."""
+
+    def __init__(self, properties: dict[str, str]) -> None:
+        self._properties = {symbol(k): v for k, v in properties.items()}
+
+    def apply(self, link: Link) -> None:
+        link.target.properties.put_dict(self._properties)
+
+
 class FailoverLink:
     """Keeps one link to `options.queue` open through the failover list: a connection that is
     refused, closed (e.g. `amqp:connection:forced` by a node that is not the master), times out
@@ -111,6 +131,7 @@ class FailoverLink:
         user: LinkUser,
         log: Callable[[str], None],
         policy: FailoverPolicy | None = None,
+        node_properties: dict[str, str] | None = None,
     ) -> None:
         self.user = user
         self._container = container
@@ -118,6 +139,8 @@ class FailoverLink:
         self._role = role
         self._log = log
         self._policy = policy or FailoverPolicy(len(options.addresses))
+        # Node properties of a sender's target: what the queue is declared with (qpid.replicate).
+        self._node_properties = dict(node_properties or {})
         self._current: _Attempt | None = None
         self._closing: Callable[[], None] | None = None
         self._connect_timeout_s = options.heartbeat_s if options.heartbeat_s > 0 else 5.0
@@ -160,7 +183,10 @@ class FailoverLink:
         attempt.connection = conn
         name = f"{self._options.process}-{self._role}"
         if self._role == "sender":
-            self._container.create_sender(conn, target=self._options.queue, name=name)
+            options = _NodeProperties(self._node_properties) if self._node_properties else None
+            self._container.create_sender(
+                conn, target=self._options.queue, name=name, options=options
+            )
         else:
             self._container.create_receiver(conn, source=self._options.queue, name=name)
         attempt.timer = self._container.schedule(self._connect_timeout_s, attempt)

@@ -49,6 +49,8 @@ class ProducerConfig:
     window: int
     count: int | None
     stop_timeout_s: float
+    durable: bool = True
+    replicate: str | None = None  # qpid.replicate, given when the queue is declared
 
 
 def parse_args(argv: Sequence[str] | None = None) -> ProducerConfig:
@@ -64,6 +66,14 @@ def parse_args(argv: Sequence[str] | None = None) -> ProducerConfig:
     parser.add_argument("--window", type=int, default=100, help="messages in flight at most")
     parser.add_argument("--count", type=int, default=None, help="messages to send at most")
     parser.add_argument("--stop-timeout", type=float, default=10.0, help="seconds, after stop")
+    parser.add_argument(
+        "--non-durable", action="store_true", help="send non-durable messages (default: durable)"
+    )
+    parser.add_argument(
+        "--replicate",
+        choices=("none", "configuration", "all"),
+        help="declare the queue with this qpid.replicate (a node property of the link's target)",
+    )
     args = parser.parse_args(argv)
     if args.rate < 0:
         parser.error("--rate cannot be negative")
@@ -82,20 +92,24 @@ def parse_args(argv: Sequence[str] | None = None) -> ProducerConfig:
         window=args.window,
         count=args.count,
         stop_timeout_s=args.stop_timeout,
+        durable=not args.non_durable,
+        replicate=args.replicate,
     )
 
 
 class MessageEncoder:
-    """Encodes the lab's messages (durable, id, a body of `size` bytes). Proton encodes a
-    message in ~15 us; here it is encoded once per id length with two placeholder ids, and
-    each message splices its id into the bytes where the placeholders differ."""
+    """Encodes the lab's messages (durable unless asked, id, a body of `size` bytes). Proton
+    encodes a message in ~15 us; here it is encoded once per id length with two placeholder
+    ids, and each message splices its id into the bytes where the placeholders differ."""
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, durable: bool = True) -> None:
         self._body = b"x" * size
+        self._durable = durable
         self._templates: dict[int, tuple[bytes, bytes]] = {}
 
     def _encode(self, message_id: str) -> bytes:
-        return cast(bytes, Message(id=message_id, body=self._body, durable=True).encode())
+        message = Message(id=message_id, body=self._body, durable=self._durable)
+        return cast(bytes, message.encode())
 
     def _template(self, length: int) -> tuple[bytes, bytes]:
         first = self._encode("a" * length)
@@ -130,10 +144,13 @@ class Producer:
         self._log = log
         self._clock = clock
         self._prefix = config.connection.process + "-"
-        self._encoder = MessageEncoder(config.size)
+        self._encoder = MessageEncoder(config.size, config.durable)
         self._book = SendBook(config.window, config.count)
         self._pacer = Pacer(config.rate, clock())
-        self._failover = FailoverLink(container, config.connection, "sender", self, log)
+        properties = {} if config.replicate is None else {"qpid.replicate": config.replicate}
+        self._failover = FailoverLink(
+            container, config.connection, "sender", self, log, node_properties=properties
+        )
         self._link: Sender | None = None
         self._node: str | None = None
         self._stopping = False

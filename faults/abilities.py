@@ -59,6 +59,10 @@ class NodeManagement(Protocol):
 
     def set_attributes(self, **attributes: Any) -> None: ...
 
+    def ha_action(self, **request: Any) -> None:
+        """An active-passive broker's HA request: promote, replicate."""
+        ...
+
 
 @runtime_checkable
 class Killable(Protocol):

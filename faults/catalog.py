@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from faults.cluster_faults import Promote, RestartCluster
 from faults.docker_faults import Disconnect, DiskFill
 from faults.fault import Fault
 from faults.operator_faults import DesignatePrimary, QuorumOverride, SetPriority, TransferMaster
@@ -30,6 +31,8 @@ FAULTS: Mapping[str, Fault] = {
         QuorumOverride(),
         SetPriority(),
         TransferMaster(),
+        Promote(),
+        RestartCluster(),
     )
 }
 

@@ -21,11 +21,12 @@ from scenarios.catalog import scenario_named
 __all__ = ["parts_for"]
 
 
-def parts_for(scenario: str, backend: str, target: str) -> RunParts:
-    """The parts of a run of `scenario` against `target` on `backend`, checked."""
+def parts_for(scenario: str, backend: str, target: str, mode: str | None = None) -> RunParts:
+    """The parts of a run of `scenario` against `target` on `backend`, in `mode` (None: the
+    scenario's own HA design), checked."""
     if backend not in BACKENDS:
         raise UsageError(f"unknown backend {backend!r} (known: {', '.join(BACKENDS)})")
-    chosen = scenario_named(scenario)
+    chosen = scenario_named(scenario).in_mode(mode)
     refusal = chosen.refusal(backend)
     if refusal is not None:
         raise UsageError(refusal)

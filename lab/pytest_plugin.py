@@ -74,7 +74,8 @@ def lab_report(
 def lab_run(
     tmp_path: Path, lab_seed: int, lab_backend: str, lab_report: Callable[[Path], None]
 ) -> Callable[..., object]:
-    """`lab_run(name, backend=None, target="broker_ref", seed=None, durability=None)`:
+    """`lab_run(name, backend=None, target="broker_ref", seed=None, durability=None,
+    mode=None)`:
     run the scenario into the test's own runs folder and return its RunOutcome; a scenario
     that cannot run on the backend is skipped with the reason the CLI gives."""
     from lab.compose import parts_for
@@ -88,10 +89,11 @@ def lab_run(
         target: str = "broker_ref",
         seed: int | None = None,
         durability: Durability | None = None,
+        mode: str | None = None,
     ) -> object:
         chosen = backend or lab_backend
         try:
-            parts = parts_for(name, chosen, target)
+            parts = parts_for(name, chosen, target, mode)
         except UsageError as exc:
             pytest.skip(str(exc))
         spec = parts.scenario.spec(

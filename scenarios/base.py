@@ -6,6 +6,8 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from lab.ground.cluster_settings import MODES, Mode
+from lab.ground.errors import UsageError
 from lab.ground.faultops import FaultOp
 from lab.ground.nodes import BROKER_REF_TRAITS, TargetTraits
 from lab.ground.spec import Durability, GroupSettings, RunSpec, Topology, Workload
@@ -31,6 +33,28 @@ class Scenario:
     predict: Callable[[RunSpec], Prediction] | None = None
     # The backends whose clusters can apply every fault of the schedule.
     backends: tuple[str, ...] = ("process", "docker")
+    # The same situation in the other HA design (an active-passive cluster's twin of a
+    # replicated group's scenario), run with `--mode`.
+    twin: Scenario | None = None
+
+    @property
+    def mode(self) -> Mode:
+        return self.group.mode
+
+    @property
+    def modes(self) -> tuple[Mode, ...]:
+        """The HA designs this scenario runs in, its own first."""
+        return (self.mode,) if self.twin is None else (self.mode, self.twin.mode)
+
+    def in_mode(self, mode: str | None) -> Scenario:
+        """This scenario in `mode` (None: its own); a UsageError when it has no such twin."""
+        if mode is None or mode == self.mode:
+            return self
+        if self.twin is not None and mode == self.twin.mode:
+            return self.twin
+        if mode not in MODES:
+            raise UsageError(f"unknown mode {mode!r} (known: {', '.join(MODES)})")
+        return _refuse_mode(self, mode)
 
     def spec(
         self,
@@ -74,6 +98,13 @@ class Scenario:
     def prediction_for(self, spec: RunSpec) -> Prediction:
         """The prediction for this run's settings."""
         return self.predict(spec) if self.predict is not None else self.prediction
+
+
+def _refuse_mode(scenario: Scenario, mode: str) -> Scenario:
+    raise UsageError(
+        f"scenario {scenario.name!r} runs in {' or '.join(scenario.modes)} mode only, "
+        f"not {mode} (see `lab list`)"
+    )
 
 
 def fault_window(

@@ -5,6 +5,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from lab.ground.errors import UsageError
+from scenarios.active_passive import (
+    CONSUMED_BEFORE_REPLICATED,
+    HUNG_PRIMARY,
+    PRIMARY_FAILURE,
+    REPLICATE_NONE,
+    TOTAL_FAILURE,
+)
+from scenarios.active_passive_operators import (
+    BACKUP_AUTH_FAILURE,
+    PROMOTE_ONLY_READY,
+    ROGUE_PROMOTE,
+)
 from scenarios.base import Scenario
 from scenarios.disk_full import DISK_FULL
 from scenarios.durability_matrix import DURABILITY_MATRIX
@@ -48,6 +60,14 @@ SCENARIOS: Mapping[str, Scenario] = {
         REJOIN_AFTER_RETENTION,
         DISK_FULL,
         RANDOM,
+        PRIMARY_FAILURE,
+        PROMOTE_ONLY_READY,
+        TOTAL_FAILURE,
+        CONSUMED_BEFORE_REPLICATED,
+        ROGUE_PROMOTE,
+        BACKUP_AUTH_FAILURE,
+        REPLICATE_NONE,
+        HUNG_PRIMARY,
     )
 }
 

@@ -15,9 +15,10 @@ import random
 from lab.ground.faultops import FaultOp
 from lab.ground.spec import RunSpec, Topology, Workload
 from lab.judge.prediction import Prediction
+from scenarios.active_passive import CLUSTER
 from scenarios.base import Scenario, fault_window, uniform
 
-__all__ = ["RANDOM", "random_schedule"]
+__all__ = ["RANDOM", "RANDOM_ACTIVE_PASSIVE", "active_passive_schedule", "random_schedule"]
 
 KINDS = ("kill", "pause", "partition", "isolate")
 FIRST_AT_S = 2.0
@@ -53,6 +54,44 @@ def random_schedule(spec: RunSpec, rng: random.Random) -> tuple[FaultOp, ...]:
     return tuple(ops)
 
 
+AP_KINDS = ("kill", "pause")
+
+
+def active_passive_schedule(spec: RunSpec, rng: random.Random) -> tuple[FaultOp, ...]:
+    """One kill or pause at a time, on a broker or a role, 1–3 s each, 3–4.5 s apart: long
+    enough for the manager to restart (or fence) a broker and for it to catch up and be a
+    ready backup again before the next fault, so a ready backup is always there to promote."""
+    nodes = spec.topology.node_names
+    last = spec.workload.duration_s - LAST_HEAL_BEFORE_END_S
+    ops: list[FaultOp] = []
+    at = FIRST_AT_S + uniform(rng, 0.0, 1.0)
+    number = 1
+    while True:
+        length = uniform(rng, 1.0, 3.0)
+        if at + length > last:
+            break
+        kind = rng.choice(AP_KINDS)
+        ops.extend(fault_window(kind, _target(rng, nodes), at, length, f"f{number}"))
+        at = round(at + length + uniform(rng, 3.0, 4.5), 3)
+        number += 1
+    return tuple(ops)
+
+
+RANDOM_ACTIVE_PASSIVE = Scenario(
+    name="random",
+    summary="a seeded random schedule of kills and pauses on an active-passive cluster of 3",
+    prediction=Prediction(
+        text="one broker failure at a time leaves a ready backup for the manager to promote, "
+        "and the primary acknowledges only what every ready backup holds: no acknowledged "
+        "message lost whatever the schedule; duplicates allowed",
+        two_masters="forbidden",
+    ),
+    schedule=active_passive_schedule,
+    topology=Topology(nodes=3),
+    workload=Workload(producers=2, consumers=1, rate=100.0, duration_s=24.0),
+    group=CLUSTER,
+)
+
 RANDOM = Scenario(
     name="random",
     summary="a seeded random schedule of kills, pauses and partitions on 3 nodes",
@@ -63,4 +102,5 @@ RANDOM = Scenario(
     schedule=random_schedule,
     topology=Topology(nodes=3),
     workload=Workload(producers=2, consumers=1, rate=100.0, duration_s=18.0),
+    twin=RANDOM_ACTIVE_PASSIVE,
 )

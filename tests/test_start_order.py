@@ -9,7 +9,7 @@ import pytest
 from lab.backends.base import ClusterBase
 from lab.ground.errors import ClusterError
 from lab.ground.nodes import ClusterPlan, NodePlan, NodeStatus
-from lab.ground.spec import Durability
+from lab.ground.spec import Durability, GroupSettings
 
 
 class _Node:
@@ -51,6 +51,7 @@ class _Target:
 class _Cluster(ClusterBase[_Node]):
     def __init__(self, target: _Target, tmp: Path) -> None:
         self.target = target  # type: ignore[assignment]
+        self.group = GroupSettings()
         self.nodes = {}
         self.plan = ClusterPlan(
             group="lab",

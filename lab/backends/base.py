@@ -7,6 +7,7 @@ A backend (local processes, containers) subclasses `ClusterBase`, fills `nodes`,
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Generic, Protocol, TypeVar
@@ -47,6 +48,7 @@ class NodeHandle(Protocol):
 
 
 N = TypeVar("N", bound=NodeHandle)
+_LOCKS_LOCK = threading.Lock()
 
 
 def group_ready(statuses: Mapping[str, NodeStatus | None]) -> bool:
@@ -143,11 +145,17 @@ class ClusterBase(Generic[N]):
                 if not node.running and not node.paused:
                     raise ClusterError(f"node {name} {node.exit_detail()}")
             last = self.statuses()
-            if group_ready(last):
+            if group_ready({n: s for n, s in last.items() if n not in self._never_ready()}):
                 return next(n for n, s in last.items() if s is not None and s.role == "MASTER")
             time.sleep(0.05)
         roles = {n: (s.role if s else "no answer") for n, s in last.items()}
         raise ClusterError(f"the cluster was not ready within {timeout_s} s: {roles}")
+
+    def _never_ready(self) -> frozenset[str]:
+        """Nodes not waited for: an active-passive cluster's misconfigured brokers."""
+        if not self.group.is_active_passive:
+            return frozenset()
+        return self.group.active_passive.misconfigured()
 
     def proxy_client(self) -> ToxiproxyClient:
         if self.toxiproxy is None:
@@ -199,14 +207,27 @@ class ClusterBase(Generic[N]):
         link = self.require_link(name)
         self.proxy_client().set_enabled(link, enabled)
 
+    def acting_on(self, name: str) -> threading.Lock:
+        """The lock held while a node is killed, started, paused or resumed: faults and an
+        active-passive cluster's manager act on nodes from different threads."""
+        with _LOCKS_LOCK:
+            locks: dict[str, threading.Lock] = self.__dict__.setdefault("_node_locks", {})
+            return locks.setdefault(name, threading.Lock())
+
     def kill(self, name: str) -> None:
-        self.node(name).kill()
+        node = self.node(name)
+        with self.acting_on(name):
+            node.kill()
 
     def restart(self, name: str) -> None:
-        self.node(name).start()
+        node = self.node(name)
+        with self.acting_on(name):
+            node.start()
 
     def pause(self, name: str) -> None:
-        self.node(name).pause()
+        node = self.node(name)
+        with self.acting_on(name):
+            node.pause()
 
     def full_gc(self, name: str) -> None:
         """A full garbage collection in the node's JVM, now (`jcmd … GC.run`)."""
@@ -228,4 +249,6 @@ class ClusterBase(Generic[N]):
         )
 
     def resume(self, name: str) -> None:
-        self.node(name).resume()
+        node = self.node(name)
+        with self.acting_on(name):
+            node.resume()

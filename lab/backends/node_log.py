@@ -1,6 +1,7 @@
 """A node's operational log as both backends read it: each line is kept in
 `nodes/<node>/broker.log`, and a line the target can parse becomes a `broker.log` event
-and, when it reports the node's own role change, a `node.role` event."""
+and, when it reports the node's own role change, a `node.role` event (an active-passive
+broker's HA status change, a `node.ha` event)."""
 
 from __future__ import annotations
 
@@ -21,3 +22,6 @@ def take_log_line(line: str, log: IO[str], target: Target, events: Events, node:
     change = record.role_change
     if change is not None:
         events.emit("node.role", node, role=change[1], previous=change[0])
+    status = record.status_change
+    if status is not None:
+        events.emit("node.ha", node, status=status[1], previous=status[0])

@@ -140,6 +140,17 @@ class ToxiproxyClient:
 
         self._call(flip)
 
+    def set_upstream(self, name: str, upstream: str) -> None:
+        """Point the proxy `name` at another upstream (Toxiproxy restarts the proxy, so the
+        connections through it drop and clients reconnect to the new one)."""
+        url = f"http://{self.host}:{self.port}/proxies/{name}"
+        try:
+            reply = requests.post(url, json={"upstream": upstream, "enabled": True}, timeout=5)
+        except requests.RequestException as exc:
+            raise ClusterError(f"Toxiproxy API on {self.host}:{self.port}: {exc}") from exc
+        if not reply.ok:
+            raise ClusterError(f"Toxiproxy refused to move {name} to {upstream}: {reply.text}")
+
     def add_toxic(
         self, proxy_name: str, toxic: str, kind: str, stream: str, attributes: dict[str, int]
     ) -> None:

@@ -25,6 +25,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Comman
     run.add_argument("--seed", help="the run's seed (default: a random one, printed)")
     run.add_argument("--backend", default="process", help="process (default) or docker")
     run.add_argument("--target", default="broker_ref", help="broker_ref (default) or qpid-broker-j")
+    run.add_argument(
+        "--mode",
+        help="replicated-group or active-passive (default: the scenario's own; `lab list`)",
+    )
     run.add_argument("--runs-dir", type=Path, default=DEFAULT_RUNS_DIR)
     run.add_argument(
         "--durability",
@@ -55,7 +59,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from lab.compose import parts_for
     from lab.ground.spec import Durability, parse_seed
 
-    parts = parts_for(args.scenario, args.backend, args.target)
+    parts = parts_for(args.scenario, args.backend, args.target, args.mode)
     scenario = parts.scenario
     seed = parse_seed(args.seed) if args.seed is not None else int.from_bytes(os.urandom(4), "big")
     durability = None
@@ -74,7 +78,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 
     source = RunFolder.open_existing(args.run_dir)
     spec = RunSpec.from_json(source.read_spec(), source.spec)
-    parts = parts_for(spec.scenario, spec.backend, spec.target)
+    parts = parts_for(spec.scenario, spec.backend, spec.target, spec.group.mode)
     runs_dir = args.runs_dir or source.path.parent.parent
     return _execute(spec, parts, runs_dir)
 
@@ -98,7 +102,8 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
     width = max(len(name) for name in SCENARIOS)
     for name, scenario in sorted(SCENARIOS.items()):
-        print(f"{name:<{width}}  {scenario.summary}")
+        modes = " + ".join(scenario.modes)
+        print(f"{name:<{width}}  {modes:<33}  {scenario.summary}")
     return 0
 
 

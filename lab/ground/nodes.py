@@ -57,6 +57,7 @@ class NodeStatus:
     role: str
     last_transaction_id: int | None = None
     queue_depths: Mapping[str, int] = field(default_factory=dict)
+    ha_status: str | None = None  # an active-passive broker's: joining, catchup, ready, …
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from lab import __version__
+from lab.ground.cluster_settings import (
+    ACTIVE_PASSIVE,
+    MODES,
+    REPLICATE_LEVELS,
+    REPLICATED_GROUP,
+    ActivePassiveSettings,
+    Mode,
+)
 from lab.ground.errors import InputError, UsageError
 from lab.ground.faultops import FaultOp, canonical, ops_from_json
 
@@ -96,6 +104,10 @@ class GroupSettings:
     `rep_stream_timeout_s` is how long a master keeps the log a missing replica
     needs (je.rep.repStreamTimeout); `insufficient_replicas_timeout_s` is how long
     a commit waits for its replicas (je.rep.insufficientReplicasTimeout).
+
+    `mode` is how the group comes to have a master: `replicated-group` (the Java
+    broker's: its nodes elect one) or `active-passive` (the C++ broker's: a cluster
+    manager promotes one; `active_passive` holds that cluster's settings).
     """
 
     priority: Mapping[str, int] = field(default_factory=dict)
@@ -105,6 +117,16 @@ class GroupSettings:
     election_timeout_s: float = 0.6
     insufficient_replicas_timeout_s: float = 5.0
     rep_stream_timeout_s: float = 3600.0
+    mode: Mode = REPLICATED_GROUP
+    active_passive: ActivePassiveSettings = field(default_factory=ActivePassiveSettings)
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise UsageError(f"unknown mode {self.mode!r} (known: {', '.join(MODES)})")
+
+    @property
+    def is_active_passive(self) -> bool:
+        return self.mode == ACTIVE_PASSIVE
 
     def priority_of(self, node: str) -> int:
         return int(self.priority.get(node, 1))
@@ -113,6 +135,7 @@ class GroupSettings:
         out = asdict(self)
         out["priority"] = dict(self.priority)
         out["designated_primary"] = list(self.designated_primary)
+        out["active_passive"] = self.active_passive.to_json()
         return out
 
     @staticmethod
@@ -120,12 +143,30 @@ class GroupSettings:
         fields = dict(raw)
         fields["priority"] = {str(k): int(v) for k, v in dict(fields.get("priority", {})).items()}
         fields["designated_primary"] = tuple(str(n) for n in fields.get("designated_primary", ()))
+        fields["active_passive"] = ActivePassiveSettings.from_json(
+            dict(fields.get("active_passive") or {})
+        )
         return GroupSettings(**fields)
 
 
 @dataclass(frozen=True)
+class SideQueue:
+    """A second queue beside the workload's own, with one producer and one consumer of its
+    own (the last of each): declared with its own replication level (`qpid.replicate`), or
+    sent non-durable messages."""
+
+    queue: str
+    replicate: str | None = None
+    durable: bool = True
+
+    def __post_init__(self) -> None:
+        if self.replicate is not None and self.replicate not in REPLICATE_LEVELS:
+            raise UsageError(f"side queue replicate {self.replicate!r}: one of {REPLICATE_LEVELS}")
+
+
+@dataclass(frozen=True)
 class Workload:
-    """The client workload: producers and consumers on one queue."""
+    """The client workload: producers and consumers on one queue (and maybe a side queue)."""
 
     producers: int = 1
     consumers: int = 1
@@ -141,6 +182,18 @@ class Workload:
     # True: producer p<i> tries node n<i> first (its URL list rotated), so clients reach
     # different nodes when more than one will take them.
     spread_producers: bool = False
+    # True: clients know only the cluster's virtual address (an active-passive cluster's
+    # manager points it at the primary); False: the list of every node's address.
+    virtual_address: bool = False
+    heartbeat_s: float = 2.0  # the clients' AMQP idle timeout (0: none)
+    side: SideQueue | None = None
+
+    @staticmethod
+    def from_json(raw: Mapping[str, Any]) -> Workload:
+        fields = dict(raw)
+        side = fields.get("side")
+        fields["side"] = None if side is None else SideQueue(**side)
+        return Workload(**fields)
 
 
 @dataclass(frozen=True)
@@ -187,7 +240,7 @@ class RunSpec:
                 backend=str(raw.get("backend", "process")),
                 topology=Topology(**raw.get("topology", {})),
                 durability=Durability(**raw.get("durability", {})),
-                workload=Workload(**raw.get("workload", {})),
+                workload=Workload.from_json(raw.get("workload", {})),
                 group=GroupSettings.from_json(raw.get("group", {})),
                 schedule=ops_from_json(list(raw.get("schedule", []))),
                 lab_version=str(raw.get("lab_version", __version__)),

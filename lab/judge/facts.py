@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lab.ground.nodes import BROKER_REF_TRAITS, TargetTraits
+from lab.judge.checker import CheckResult
 from lab.judge.metrics import NS, RunMetrics
 
-__all__ = ["FaultFacts", "LogLine", "RunFacts", "UnknownReference"]
+__all__ = ["FaultFacts", "LogLine", "Observation", "RunFacts", "UnknownReference"]
 
 
 class UnknownReference(Exception):
@@ -41,22 +42,41 @@ class LogLine:
 
 
 @dataclass(frozen=True)
+class Observation:
+    """An event a prediction may ask about: a node's HA status change (`node.ha`, with its
+    `status`), a cluster manager's decision (`manager.promote`, `manager.no-candidate`, …),
+    a node's start, kill or stop."""
+
+    time_s: float
+    kind: str
+    node: str | None
+    detail: Mapping[str, Any]
+
+
+OBSERVED_KINDS = ("node.", "manager.", "cluster.")
+
+
+@dataclass(frozen=True)
 class RunFacts:
     faults: Mapping[str, FaultFacts]
     logs: tuple[LogLine, ...]
     final_roles: Mapping[str, str | None]
     metrics: RunMetrics
     target: TargetTraits = BROKER_REF_TRAITS
+    observed: tuple[Observation, ...] = ()
+    check: CheckResult | None = None
 
     @staticmethod
     def gather(
         events: Iterable[Mapping[str, Any]],
         metrics: RunMetrics,
         target: TargetTraits = BROKER_REF_TRAITS,
+        check: CheckResult | None = None,
     ) -> RunFacts:
         starts: dict[str, FaultFacts] = {}
         ends: dict[str, float] = {}
         logs: list[LogLine] = []
+        observed: list[Observation] = []
         final: dict[str, str | None] = {}
         for e in sorted(events, key=lambda e: int(e.get("time", 0))):
             kind = e.get("kind")
@@ -77,11 +97,17 @@ class RunFacts:
                 )
             elif kind == "node.status" and e.get("node"):
                 final[str(e["node"])] = e.get("role")
+            if isinstance(kind, str) and kind.startswith(OBSERVED_KINDS):
+                node = e.get("node")
+                detail = {k: v for k, v in e.items() if k not in ("v", "time", "kind", "node")}
+                observed.append(
+                    Observation(time_s, kind, None if node is None else str(node), detail)
+                )
         faults = {
             i: FaultFacts(f.id, f.fault, f.target, f.start_s, ends.get(i), f.roles)
             for i, f in starts.items()
         }
-        return RunFacts(faults, tuple(logs), final, metrics, target)
+        return RunFacts(faults, tuple(logs), final, metrics, target, tuple(observed), check)
 
     def fault(self, fault_id: str) -> FaultFacts:
         try:

@@ -13,6 +13,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
+from lab.judge.cluster_metrics import clients_noticed, consumed_before_replicated
+
 __all__ = ["RunMetrics", "masters_over_time", "read_events", "read_operations", "run_metrics"]
 
 NS = 1_000_000_000
@@ -47,6 +49,10 @@ class RunMetrics:
     failover_s: tuple[float | None, ...]
     masters: tuple[tuple[float, str, str], ...]  # (time s, node, role) for every role change
     two_masters_seen: bool
+    # active-passive: messages settled because consumed before the backups held them
+    consumed_before_replicated: int | None = None
+    # per fault, seconds until a client lost its connection to the node it took out
+    clients_noticed_s: tuple[float | None, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
@@ -176,6 +182,12 @@ def _failover(
     return found
 
 
+def _info_ops(history: pa.Table) -> list[tuple[float, str | None]]:
+    infos = history.filter(pc.equal(history["type"], "info"))
+    nodes = infos["node"].to_pylist() if "node" in infos.column_names else [None] * len(infos)
+    return sorted((t / NS, n) for t, n in zip(infos["time"].to_pylist(), nodes, strict=True))
+
+
 def run_metrics(
     history: pa.Table,
     events: list[dict[str, Any]],
@@ -226,4 +238,6 @@ def run_metrics(
         failover_s=tuple(failover),
         masters=masters_over_time(events),
         two_masters_seen=_two_masters(events),
+        consumed_before_replicated=consumed_before_replicated(events),
+        clients_noticed_s=clients_noticed(events, _info_ops(history)),
     )

@@ -38,8 +38,10 @@ class Verdict:
 class Prediction:
     """What the documents predict for a run.
 
-    `loss` is "none" (no acknowledged message may be lost) or "detected" (the
-    documents predict loss; the lab must see it). `duplicates_allowed` says whether
+    `loss` is "none" (no acknowledged message may be lost), "detected" (the
+    documents predict loss; the lab must see it) or "allowed" (the documents warn that
+    data may be lost here: any loss is reported, none is required).
+    `duplicates_allowed` says whether
     a message may be delivered twice. `two_masters` is "forbidden" (never two nodes
     MASTER at once), "expected" (the documents predict a split brain) or "either".
     `expect` lists the rest (lab.judge.expectations): log codes, roles at the end,
@@ -47,7 +49,7 @@ class Prediction:
     """
 
     text: str
-    loss: Literal["none", "detected"] = "none"
+    loss: Literal["none", "detected", "allowed"] = "none"
     duplicates_allowed: bool = True
     two_masters: Literal["forbidden", "expected", "either"] = "either"
     expect: tuple[Expectation, ...] = ()
@@ -88,6 +90,8 @@ class Prediction:
                 )
             if check.lost.count:
                 reasons.append(f"{check.lost.count} acknowledged message(s) lost")
+        elif self.loss == "allowed":
+            pass  # reported in the check result, neither a violation nor required
         elif check.lost.count == 0:
             reasons.append("the documents predict acknowledged loss here, and none was seen")
         elif check.valid == "unknown" and not reasons:
@@ -102,7 +106,7 @@ class Prediction:
             reasons.append("two nodes were MASTER at the same time")
         elif self.two_masters == "expected" and not metrics.two_masters_seen:
             reasons.append("the documents predict two masters at once here, and none were seen")
-        facts = RunFacts.gather(events, metrics, target)
+        facts = RunFacts.gather(events, metrics, target, check)
         for expectation in self.expect:
             try:
                 reason = expectation.unmet(facts)

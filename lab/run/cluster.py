@@ -54,6 +54,10 @@ class Cluster(Protocol):
         """The AMQP address clients use for each node (through its client proxy)."""
         ...
 
+    def vip_url(self) -> str | None:
+        """The cluster's virtual address (an active-passive cluster's), else None."""
+        ...
+
     def statuses(self) -> Mapping[str, NodeStatus | None]:
         """Each node's status as it reports it now; None for a node that does not answer."""
         ...
@@ -83,6 +87,9 @@ class NoCluster:
 
     def client_urls(self) -> list[str]:
         return []
+
+    def vip_url(self) -> str | None:
+        return None
 
     def statuses(self) -> Mapping[str, NodeStatus | None]:
         return {}

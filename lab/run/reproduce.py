@@ -17,6 +17,7 @@ from lab.ground.nodes import TargetTraits
 from lab.ground.spec import RunSpec
 from lab.run.cluster import RunParts
 from scenarios.base import Scenario
+from scenarios.catalog import SCENARIOS
 
 __all__ = ["LAB", "reproduce_command"]
 
@@ -44,6 +45,9 @@ def reproduce_command(spec: RunSpec, folder: Path, parts: RunParts | None = None
         words += ["--backend", spec.backend]
     if spec.target != "broker_ref":
         words += ["--target", spec.target]
+    base = SCENARIOS.get(spec.scenario)
+    if base is not None and spec.group.mode != base.mode:
+        words += ["--mode", spec.group.mode]
     if spec.durability != scenario.durability:
         coalescing = "--coalescing" if spec.durability.coalescing_sync else "--no-coalescing"
         words += ["--durability", spec.durability.triplet, coalescing]

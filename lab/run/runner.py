@@ -35,7 +35,7 @@ from lab.run.cluster import Cluster, RunParts
 from lab.run.folder import EventLog, HistoryRecorder, JsonlWriter, RunClock, RunFolder
 from lab.run.progress import NoProgress, Progress
 from lab.run.reproduce import reproduce_command
-from lab.run.workers import WorkerProcess, worker_plans
+from lab.run.workers import VIRTUAL_NODE, WorkerProcess, worker_plans
 
 __all__ = ["RunOutcome", "run_scenario"]
 
@@ -147,9 +147,13 @@ class _Run:
         self.phase("cluster")
         master = cluster.start()
         self.progress.note(f"cluster ready, master {master}")
-        plans = worker_plans(
-            spec.workload, cluster.client_urls(), cluster.node_names, self.clock.start_ns
-        )
+        urls, nodes = cluster.client_urls(), cluster.node_names
+        if spec.workload.virtual_address:
+            vip = cluster.vip_url()
+            if vip is None:
+                raise LabError("the workload uses the virtual address, and this cluster has none")
+            urls, nodes = [vip], (VIRTUAL_NODE,)
+        plans = worker_plans(spec.workload, urls, nodes, self.clock.start_ns)
         log_dir = self.folder.path / "workers"
         log_dir.mkdir(exist_ok=True)
         for plan in plans:

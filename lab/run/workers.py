@@ -31,61 +31,80 @@ class WorkerPlan:
     argv: tuple[str, ...]
 
 
+VIRTUAL_NODE = "vip"  # the "node" behind a cluster's virtual address, in the history
+
+
 def _failover_list(urls: list[str], nodes: tuple[str, ...], first: int) -> tuple[str, ...]:
     """The URL list and its nodes, rotated to begin at index `first`."""
     k = first % len(urls) if urls else 0
     return ("--urls", ",".join(urls[k:] + urls[:k]), "--nodes", ",".join(nodes[k:] + nodes[:k]))
 
 
+def _worker(module: str, process: str, role: str, *args: str) -> WorkerPlan:
+    return WorkerPlan(process, role, (sys.executable, "-m", module, "--process", process, *args))
+
+
 def worker_plans(
     workload: Workload, urls: list[str], nodes: tuple[str, ...], run_start_ns: int
 ) -> tuple[WorkerPlan, ...]:
-    """Consumers, then producers. With `spread_producers`, producer p<i> tries node i first."""
-    rest = ("--queue", workload.queue, "--run-start-ns", str(run_start_ns))
-    common = (*_failover_list(urls, nodes, 0), *rest)
-    producers = tuple(
-        WorkerPlan(
+    """Consumers, then producers. With `spread_producers`, producer p<i> tries node i first.
+    A side queue gets one producer and one consumer more, the last of each."""
+
+    def connection(queue: str, first: int = 0) -> tuple[str, ...]:
+        return (
+            *_failover_list(urls, nodes, first),
+            "--queue",
+            queue,
+            "--run-start-ns",
+            str(run_start_ns),
+            "--heartbeat",
+            str(workload.heartbeat_s),
+        )
+
+    sending: tuple[str, ...] = ("--rate", str(workload.rate), "--size", str(workload.size))
+    sending += ("--window", str(workload.window))
+    draining = ("--drain-timeout", str(workload.drain_timeout_s))
+    producers = [
+        _worker(
+            "clients.producer",
             f"p{i}",
             "producer",
-            (
-                sys.executable,
-                "-m",
-                "clients.producer",
-                "--process",
-                f"p{i}",
-                *(
-                    (*_failover_list(urls, nodes, i - 1), *rest)
-                    if workload.spread_producers
-                    else common
-                ),
-                "--rate",
-                str(workload.rate),
-                "--size",
-                str(workload.size),
-                "--window",
-                str(workload.window),
-            ),
+            *connection(workload.queue, i - 1 if workload.spread_producers else 0),
+            *sending,
         )
         for i in range(1, workload.producers + 1)
-    )
-    consumers = tuple(
-        WorkerPlan(
-            f"c{i}",
-            "consumer",
-            (
-                sys.executable,
-                "-m",
-                "clients.consumer",
-                "--process",
-                f"c{i}",
-                *common,
-                "--drain-timeout",
-                str(workload.drain_timeout_s),
-            ),
-        )
+    ]
+    consumers = [
+        _worker("clients.consumer", f"c{i}", "consumer", *connection(workload.queue), *draining)
         for i in range(1, workload.consumers + 1)
-    )
-    return consumers + producers
+    ]
+    side = workload.side
+    if side is not None:
+        extra: tuple[str, ...] = ()
+        if side.replicate is not None:
+            extra += ("--replicate", side.replicate)
+        extra += () if side.durable else ("--non-durable",)
+        number = workload.producers + 1
+        producers.append(
+            _worker(
+                "clients.producer",
+                f"p{number}",
+                "producer",
+                *connection(side.queue),
+                *sending,
+                *extra,
+            )
+        )
+        consumers.append(
+            _worker(
+                "clients.consumer",
+                f"c{workload.consumers + 1}",
+                "consumer",
+                *connection(side.queue),
+                *draining,
+            )
+        )
+    return (*consumers, *producers)
 
 
 class WorkerProcess:

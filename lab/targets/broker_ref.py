@@ -14,6 +14,7 @@ from typing import Any
 from lab.ground.errors import UsageError
 from lab.ground.nodes import ClusterPlan, NodePlan
 from lab.ground.ports import HOST
+from lab.ground.spec import GroupSettings
 from lab.targets.management import Credentials
 from lab.targets.protocol import ContainerLaunch, LogRecord, RestManagement, parse_oplog_line
 
@@ -51,6 +52,25 @@ def node_config(
         "idle_timeout_s": 2.0,
         "management_user": credentials.user,
         "management_password": credentials.password,
+        **_active_passive_config(settings, node.name),
+    }
+
+
+def _active_passive_config(settings: GroupSettings, node: str) -> dict[str, Any]:
+    """The C++ broker's HA options of an active-passive cluster's broker (none otherwise)."""
+    if not settings.is_active_passive:
+        return {}
+    ap = settings.active_passive
+    return {
+        "mode": settings.mode,
+        "ha_replicate": ap.ha_replicate,
+        "ha_backup_timeout_s": ap.ha_backup_timeout_s,
+        "link_heartbeat_interval_s": ap.link_heartbeat_interval_s,
+        "link_maintenance_interval_s": ap.link_maintenance_interval_s,
+        "ha_auth": ap.ha_auth,
+        "ha_mechanism": "PLAIN" if ap.ha_auth else "ANONYMOUS",
+        "ha_username": ap.ha_username if ap.ha_auth else "",
+        "ha_password": ap.password_of(node) if ap.ha_auth else "",
     }
 
 

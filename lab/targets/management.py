@@ -4,6 +4,8 @@
     POST /api/latest/virtualhostnode/<node>  {attrs}     change priority, designatedPrimary,
                                                          quorumOverride; role=MASTER transfers
     GET  /api/latest/remotereplicationnode/<node>        the other nodes as this node sees them
+    GET  /api/latest/ha/<node>                           an active-passive broker's HA status
+    POST /api/latest/ha/<node>   {"action": …}           promote; replicate a queue
 
 broker_ref and Broker-J answer the same paths, so operator faults work on both.
 """
@@ -17,7 +19,13 @@ import requests
 
 from lab.ground.errors import ClusterError
 
-__all__ = ["Credentials", "ManagementClient", "ManagementRefused"]
+__all__ = [
+    "Credentials",
+    "ManagementClient",
+    "ManagementRefused",
+    "ManagementTimeout",
+    "ManagementUnreachable",
+]
 
 
 @dataclass(frozen=True)
@@ -32,6 +40,14 @@ class ManagementRefused(ClusterError):
     def __init__(self, status: int, message: str) -> None:
         super().__init__(f"{status}: {message}")
         self.status = status
+
+
+class ManagementTimeout(ClusterError):
+    """The node took the request but did not answer in time (hung, frozen)."""
+
+
+class ManagementUnreachable(ClusterError):
+    """Nothing listens at the node's management address (not up yet, or gone)."""
 
 
 class ManagementClient:
@@ -55,6 +71,10 @@ class ManagementClient:
                 auth=(self.credentials.user, self.credentials.password),
                 timeout=self.timeout_s,
             )
+        except requests.Timeout as exc:
+            raise ManagementTimeout(f"management API of {self.node} at {url}: {exc}") from exc
+        except requests.ConnectionError as exc:
+            raise ManagementUnreachable(f"management API of {self.node} at {url}: {exc}") from exc
         except requests.RequestException as exc:
             raise ClusterError(f"management API of {self.node} at {url}: {exc}") from exc
         if not reply.ok:
@@ -82,3 +102,11 @@ class ManagementClient:
     def remote_nodes(self) -> list[dict[str, Any]]:
         body = self._request("GET", self._url("remotereplicationnode"))
         return list(body or [])
+
+    def ha(self) -> dict[str, Any]:
+        """The broker's HA status (qpid-ha status): `status`, its primary, ready backups."""
+        return dict(self._request("GET", self._url("ha")) or {})
+
+    def ha_action(self, **request: Any) -> None:
+        """`promote` (the cluster manager's), or `replicate` with `queue` and `level`."""
+        self._request("POST", self._url("ha"), request)

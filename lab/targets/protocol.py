@@ -63,6 +63,15 @@ class LogRecord:
         found = re.search(r"from '(\w+)' to '(\w+)'", self.text)
         return (found.group(1), found.group(2)) if found else None
 
+    @property
+    def status_change(self) -> tuple[str, str] | None:
+        """(old, new) for an active-passive broker's HA status change (broker_ref's REF-2001
+        "Status change : joining -> catchup"), else None."""
+        if self.code != "REF-2001":
+            return None
+        found = re.search(r"Status change : (\w+) -> (\w+)", self.text)
+        return (found.group(1), found.group(2)) if found else None
+
 
 _OPLOG = re.compile(r"^(\S+) (\w+) \[(\S+)\] ([A-Z]+-\d{4}) : (.*)$")
 
@@ -204,6 +213,7 @@ class RestManagement:
             role=str(body.get("role", "UNKNOWN")),
             last_transaction_id=body.get("lastKnownReplicationTransactionId"),
             queue_depths={q: int(v.get("depth", 0)) for q, v in queues.items()},
+            ha_status=body.get("haStatus"),
         )
 
 

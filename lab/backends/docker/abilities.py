@@ -4,18 +4,18 @@ without a proxy cut by a packet filter inside the node (`Linked`)."""
 
 from __future__ import annotations
 
-from lab.backends.base import ClusterBase
 from lab.backends.docker import node_filter
 from lab.backends.docker.networks import RunNetworks, Subnet
 from lab.backends.docker.node_container import NodeContainer
 from lab.backends.docker.volumes import RunVolumes
+from lab.backends.managed import ManagedCluster
 from lab.ground.errors import ClusterError
 from lab.ground.topology import split_node_link
 
 __all__ = ["ContainerAbilities"]
 
 
-class ContainerAbilities(ClusterBase[NodeContainer]):
+class ContainerAbilities(ManagedCluster[NodeContainer]):
     """Mixed into DockerCluster, which sets the run's volumes and networks as it starts."""
 
     volumes: RunVolumes | None

@@ -28,7 +28,6 @@ from docker.models.containers import Container
 from testcontainers.core.config import testcontainers_config
 from testcontainers.core.container import DockerContainer
 
-from lab.backends.base import ClusterBase
 from lab.backends.docker.abilities import ContainerAbilities
 from lab.backends.docker.engine import Say, ensure_engine
 from lab.backends.docker.images import build_images
@@ -44,6 +43,7 @@ from lab.backends.docker.node_config import (
 from lab.backends.docker.node_container import NodeContainer
 from lab.backends.docker.reaper import remove_run
 from lab.backends.docker.volumes import RunVolumes
+from lab.backends.managed import VIP
 from lab.backends.toxiproxy import ProxyInfo, ToxiproxyClient
 from lab.ground.errors import ClusterError, LabError
 from lab.ground.events import Events, NoEvents
@@ -66,7 +66,7 @@ def _say_on_stderr(line: str) -> None:
     print(f"lab: docker: {line}", file=sys.stderr, flush=True)
 
 
-class DockerCluster(ContainerAbilities, ClusterBase[NodeContainer]):
+class DockerCluster(ContainerAbilities):
     """A group of nodes behind Toxiproxy, as containers on a per-run network.
 
     `start` either brings everything up or removes what it created and raises.
@@ -152,6 +152,7 @@ class DockerCluster(ContainerAbilities, ClusterBase[NodeContainer]):
             self._plan()
             self._start_nodes()
             self._create_proxies()
+            self._start_manager()
             return self.wait_ready(timeout_s or self.target.ready_timeout_s)
         except BaseException:
             self.stop()
@@ -188,6 +189,9 @@ class DockerCluster(ContainerAbilities, ClusterBase[NodeContainer]):
         for i, (name, port) in enumerate(zip(self.node_names, client_ports, strict=True)):
             _publish(spec, CLIENT_PROXY_BASE + i + 1, port)
             self._client_ports[name] = port
+        if self.group.is_active_passive:  # the virtual address: CLIENT_PROXY_BASE itself
+            self._vip_port = self._take_ports(1)[0]
+            _publish(spec, CLIENT_PROXY_BASE, self._vip_port)
         spec.start()
         self.toxiproxy_container = spec.get_wrapped_container()
         networks.join_edge(self.toxiproxy_container.id)
@@ -245,6 +249,13 @@ class DockerCluster(ContainerAbilities, ClusterBase[NodeContainer]):
             self.proxies[link.name] = self.toxiproxy.create(
                 link.name, f"0.0.0.0:{self._listen_port(link)}", f"{dest}:{port}"
             )
+        if self.group.is_active_passive:
+            upstream = self._vip_upstream(self.node_names[0])
+            self.proxies[VIP] = self.toxiproxy.create(VIP, f"0.0.0.0:{CLIENT_PROXY_BASE}", upstream)
+
+    def _vip_upstream(self, name: str) -> str:
+        _, subnet = self._networks()
+        return f"{subnet.node(self.node_names.index(name))}:{AMQP_PORT}"
 
     def _host_data_dir(self, name: str, node_dir: Path) -> Path:
         """Where the host sees the node's data (a local engine's volume), for store listings."""
@@ -298,7 +309,9 @@ class DockerCluster(ContainerAbilities, ClusterBase[NodeContainer]):
         return container
 
     def stop(self) -> None:
-        """Stop every node, then remove every container, network and volume of the run."""
+        """Stop the manager and every node, then remove every container, network and volume
+        of the run."""
+        self._stop_manager()
         for node in self.nodes.values():
             with contextlib.suppress(LabError, APIError, OSError):
                 node.stop()

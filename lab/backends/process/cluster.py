@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from lab.backends.base import ClusterBase
+from lab.backends.managed import VIP, ManagedCluster
 from lab.backends.process.node import NodeProcess
 from lab.backends.toxiproxy import ProxyInfo, ToxiproxyClient, start_server
 from lab.ground.children import popen_options
@@ -24,7 +24,7 @@ __all__ = ["ProcessCluster"]
 GROUP = "lab"
 
 
-class ProcessCluster(ClusterBase[NodeProcess]):
+class ProcessCluster(ManagedCluster[NodeProcess]):
     """A group of nodes behind Toxiproxy, as local processes.
 
     `start` either brings everything up or stops what it started and raises.
@@ -70,6 +70,7 @@ class ProcessCluster(ClusterBase[NodeProcess]):
             self._start_toxiproxy()
             self._plan_and_proxy()
             self._start_nodes()
+            self._start_manager()
             return self.wait_ready(timeout_s or self.target.ready_timeout_s)
         except BaseException:
             self.stop()
@@ -126,6 +127,15 @@ class ProcessCluster(ClusterBase[NodeProcess]):
             peer_addresses=peers,
             settings=self.group,
         )
+        if self.group.is_active_passive:
+            self._vip_port = self._take_ports(1)[0]
+            self.proxies[VIP] = self.toxiproxy.create(
+                VIP, f"{HOST}:{self._vip_port}", self._vip_upstream(names[0])
+            )
+
+    def _vip_upstream(self, name: str) -> str:
+        assert self.plan is not None
+        return f"{HOST}:{self.plan.node(name).amqp_port}"
 
     def _start_nodes(self) -> None:
         assert self.plan is not None
@@ -138,7 +148,8 @@ class ProcessCluster(ClusterBase[NodeProcess]):
         self._start_in_order(make)
 
     def stop(self) -> None:
-        """Stop every node and Toxiproxy; never raises for what is already gone."""
+        """Stop the manager, every node and Toxiproxy; never raises for what is already gone."""
+        self._stop_manager()
         for node in self.nodes.values():
             with contextlib.suppress(OSError, LabError):
                 node.stop()

@@ -56,6 +56,11 @@ def check_durability(durability: Durability) -> None:
 
 def check_group(cluster: ClusterPlan) -> None:
     settings = cluster.settings
+    if settings.is_active_passive:
+        raise UsageError(
+            "Apache Qpid Broker-J has no active-passive mode (that is the C++ broker's HA "
+            "design); run active-passive scenarios with --target broker_ref"
+        )
     unknown = sorted(
         n for n in (*settings.priority, *settings.designated_primary) if n not in cluster.names
     )

@@ -1,0 +1,127 @@
+"""An active-passive cluster's cluster manager, run beside the brokers by either backend.
+
+In active-passive mode a backend's cluster starts its brokers (all joining), then the
+cluster manager (lab.manager), which promotes the first primary; only then does it wait
+for the group to be ready (a primary and ready backups). The cluster answers the manager's
+`Brokers` protocol: each broker's HA status over its management API, restart, fence (a
+hung broker killed and started again), promote, and the virtual address: a client-facing
+Toxiproxy proxy (`client_vip`) that the manager points at the primary.
+
+The manager is a fault target, named `manager`: `kill` stops it, its heal starts it
+again; `pause` freezes it, `resume` thaws it. `restart_cluster` is the operator's remedy
+for a hung cluster (the seed's "restart the qpidd services, then the qpidd-primary
+service"): every broker stopped and started, then the manager started anew.
+"""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+from lab.backends.base import ClusterBase, NodeHandle
+from lab.ground.errors import ClusterError
+from lab.ground.ports import HOST
+from lab.manager.manager import STARTING, ClusterManager
+from lab.targets.management import ManagementTimeout, ManagementUnreachable
+from lab.targets.protocol import ManagedTarget
+
+__all__ = ["MANAGER", "VIP", "ManagedCluster"]
+
+MANAGER = "manager"
+VIP = "client_vip"
+
+N = TypeVar("N", bound=NodeHandle)
+
+
+class ManagedCluster(ClusterBase[N]):
+    manager: ClusterManager | None = None
+    _vip_port: int | None = None  # where the virtual address listens on 127.0.0.1
+
+    def _vip_upstream(self, name: str) -> str:
+        """The address of broker `name`'s AMQP port as the Toxiproxy server reaches it."""
+        raise NotImplementedError
+
+    def vip_url(self) -> str | None:
+        """The cluster's virtual address (active-passive mode), else None."""
+        return None if self._vip_port is None else f"amqp://{HOST}:{self._vip_port}"
+
+    def _start_manager(self) -> None:
+        if self.group.is_active_passive and self.manager is None:
+            self.manager = ClusterManager(self, self.group.active_passive, self.events)
+            self.manager.start()
+
+    def _stop_manager(self) -> None:
+        """First thing in `stop`: no broker is restarted while the cluster stops."""
+        if self.manager is not None:
+            self.manager.close()
+            self.manager = None
+
+    # ---- what the manager drives (lab.manager.Brokers) ------------------------------------
+
+    def running(self, name: str) -> bool:
+        return self.node(name).running
+
+    def ha_status(self, name: str, timeout_s: float) -> str | None:
+        if not isinstance(self.target, ManagedTarget):
+            raise ClusterError(f"target {self.target.name!r} has no management API")
+        client = self.target.management(self.node(name).plan)
+        client.timeout_s = timeout_s
+        try:
+            return str(client.ha().get("status"))
+        except ManagementTimeout:
+            return None
+        except ManagementUnreachable:
+            return STARTING
+
+    def fence(self, name: str) -> None:
+        node = self.node(name)
+        with self.acting_on(name):
+            node.kill()
+            node.start()
+
+    def promote(self, name: str) -> None:
+        self.management(name).ha_action(action="promote")
+
+    def point_vip(self, name: str) -> None:
+        self.proxy_client().set_upstream(VIP, self._vip_upstream(name))
+
+    # ---- the manager as a fault target ------------------------------------------------------
+
+    def _manager(self) -> ClusterManager:
+        if self.manager is None:
+            raise ClusterError("this cluster has no cluster manager (active-passive mode only)")
+        return self.manager
+
+    def kill(self, name: str) -> None:
+        if name == MANAGER:
+            self._manager().stop()
+        else:
+            super().kill(name)
+
+    def restart(self, name: str) -> None:
+        if name == MANAGER:
+            self._manager().start()
+        else:
+            super().restart(name)
+
+    def pause(self, name: str) -> None:
+        if name == MANAGER:
+            self._manager().freeze()
+        else:
+            super().pause(name)
+
+    def resume(self, name: str) -> None:
+        if name == MANAGER:
+            self._manager().thaw()
+        else:
+            super().resume(name)
+
+    def restart_cluster(self) -> None:
+        """Stop every broker and the manager, start the brokers, then the manager."""
+        manager = self._manager()
+        manager.stop()
+        for name in self.nodes:
+            self.kill(name)
+        for name in self.nodes:
+            self.restart(name)
+        self.events.emit("cluster.restart", None)
+        manager.start()

@@ -1,0 +1,194 @@
+"""What a prediction asserts of an active-passive cluster's run, beyond its messages: the
+brokers' HA statuses and the cluster manager's decisions (from the events), where a loss
+fell (from the checker), and the counters the brokers report.
+
+    StatusReached(node, status, after=None, within_s=None)   a node.ha event: `node` took
+                                                             `status` (after a moment)
+    StatusNever(node, status, after=None, before=None)       it never did (in a window)
+    EventSeen(kind, node=None, after=None, within_s=None)    an event (manager.promote …)
+    EventNever(kind, node=None)                              no such event
+    LostOnlyFrom(processes)                                  every lost message was sent
+                                                             by these producers
+    MetricAtLeast(name, value)                               a run metric reached a value
+    ClientsNoticed(fault, within_s)                          a client lost its connection to
+                                                             the node the fault took out
+
+Nodes and moments are references as in expectations.py (`n2`, `f1`, `master@f1`; `f1:start`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from lab.judge.facts import Observation, RunFacts
+
+__all__ = [
+    "ClientsNoticed",
+    "EventNever",
+    "EventSeen",
+    "LostOnlyFrom",
+    "MetricAtLeast",
+    "StatusNever",
+    "StatusReached",
+]
+
+
+def _matching(
+    facts: RunFacts, kind: str, node: str | None, after: str | None, within_s: float | None
+) -> Iterator[Observation]:
+    name = None if node is None else facts.node(node)
+    since = None if after is None else facts.moment(after)
+    for seen in facts.observed:
+        if seen.kind != kind or (name is not None and seen.node != name):
+            continue
+        if since is not None and seen.time_s < since:
+            continue
+        if since is not None and within_s is not None and seen.time_s > since + within_s:
+            continue
+        yield seen
+
+
+def _statuses(facts: RunFacts, name: str) -> list[Observation]:
+    return [o for o in facts.observed if o.kind == "node.ha" and o.node == name]
+
+
+def _when(node: str | None, after: str | None, within_s: float | None) -> str:
+    where = "" if node is None else f" on {node}"
+    when = "" if after is None else f" after {after}"
+    bound = "" if within_s is None else f" within {within_s:g} s"
+    return where + when + bound
+
+
+@dataclass(frozen=True)
+class StatusReached:
+    """`node` (None: any node) took `status`, after `after`, within `within_s` of it."""
+
+    node: str | None
+    status: str
+    after: str | None = None
+    within_s: float | None = None
+
+    def unmet(self, facts: RunFacts) -> str | None:
+        seen = [
+            o
+            for o in _matching(facts, "node.ha", self.node, self.after, self.within_s)
+            if o.detail.get("status") == self.status
+        ]
+        if seen:
+            return None
+        when = _when(None, self.after, self.within_s)
+        if self.node is None:
+            return f"no node became {self.status}{when}"
+        name = facts.node(self.node)
+        taken = [str(o.detail.get("status")) for o in _statuses(facts, name)]
+        went = " → ".join(taken) or "nowhere"
+        return f"{name} ({self.node}) never became {self.status}{when} (it went {went})"
+
+
+@dataclass(frozen=True)
+class StatusNever:
+    """`node` never took `status` (between `after` and `before`, when given)."""
+
+    node: str
+    status: str
+    after: str | None = None
+    before: str | None = None
+
+    def unmet(self, facts: RunFacts) -> str | None:
+        name = facts.node(self.node)
+        since = None if self.after is None else facts.moment(self.after)
+        until = None if self.before is None else facts.moment(self.before)
+        for seen in facts.observed:
+            if since is not None and seen.time_s < since:
+                continue
+            if until is not None and seen.time_s > until:
+                continue
+            if (
+                seen.kind == "node.ha"
+                and seen.node == name
+                and seen.detail.get("status") == self.status
+            ):
+                return f"{name} ({self.node}) became {self.status} at {seen.time_s:.2f} s"
+        return None
+
+
+@dataclass(frozen=True)
+class EventSeen:
+    kind: str
+    node: str | None = None
+    after: str | None = None
+    within_s: float | None = None
+
+    def unmet(self, facts: RunFacts) -> str | None:
+        if next(_matching(facts, self.kind, self.node, self.after, self.within_s), None):
+            return None
+        name = None if self.node is None else facts.node(self.node)
+        return f"no {self.kind}{_when(name, self.after, self.within_s)}"
+
+
+@dataclass(frozen=True)
+class EventNever:
+    kind: str
+    node: str | None = None
+
+    def unmet(self, facts: RunFacts) -> str | None:
+        found = next(_matching(facts, self.kind, self.node, None, None), None)
+        if found is None:
+            return None
+        where = "" if found.node is None else f" on {found.node}"
+        return f"{self.kind}{where} at {found.time_s:.2f} s"
+
+
+@dataclass(frozen=True)
+class LostOnlyFrom:
+    """Every lost message was sent by one of `processes` (e.g. the producer of an
+    unreplicated queue); the checker names the first lost ids (up to its limit)."""
+
+    processes: tuple[str, ...]
+
+    def unmet(self, facts: RunFacts) -> str | None:
+        check = facts.check
+        if check is None:
+            return "the checker's result is not known here"
+        prefixes = tuple(f"{p}-" for p in self.processes)
+        others = [i for i in check.lost.ids if not i.startswith(prefixes)]
+        if not others:
+            return None
+        shown = ", ".join(others[:5])
+        return f"{len(others)} lost message(s) not from {', '.join(self.processes)}: {shown}"
+
+
+@dataclass(frozen=True)
+class MetricAtLeast:
+    name: str
+    value: float
+
+    def unmet(self, facts: RunFacts) -> str | None:
+        got = getattr(facts.metrics, self.name, None)
+        if isinstance(got, int | float) and got >= self.value:
+            return None
+        return f"{self.name} was {got}, expected at least {self.value:g}"
+
+
+@dataclass(frozen=True)
+class ClientsNoticed:
+    """The clients lost their connection to the node fault `fault` took out within
+    `within_s` of its start (a hung node: their AMQP heartbeat noticed it)."""
+
+    fault: str
+    within_s: float
+
+    def unmet(self, facts: RunFacts) -> str | None:
+        found = facts.fault(self.fault)
+        order = sorted(facts.faults.values(), key=lambda f: f.start_s)
+        index = next(i for i, f in enumerate(order) if f.id == found.id)
+        noticed = facts.metrics.clients_noticed_s
+        seconds = noticed[index] if index < len(noticed) else None
+        if seconds is not None and seconds <= self.within_s:
+            return None
+        seen = "never" if seconds is None else f"after {seconds:.2f} s"
+        return (
+            f"clients noticed {found.target} ({self.fault}) {seen}, "
+            f"expected within {self.within_s:g} s"
+        )
