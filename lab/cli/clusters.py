@@ -22,6 +22,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Comman
     up.add_argument(
         "--toxiproxy-port", type=int, help="the Toxiproxy API port (default: a free one)"
     )
+    up.add_argument(
+        "--mode",
+        default="replicated-group",
+        help="replicated-group (default) or active-passive (with a cluster manager)",
+    )
     up.add_argument("--state-dir", type=Path, default=DEFAULT_STATE_DIR)
 
     down = sub.add_parser("down", help="stop the cluster `lab up` started")
@@ -49,6 +54,7 @@ def _cmd_up(args: argparse.Namespace) -> int:
         backend=args.backend,
         target=args.target,
         toxiproxy_port=args.toxiproxy_port,
+        mode=args.mode,
     )
     print(json.dumps(described))
     return 0

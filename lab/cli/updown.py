@@ -11,9 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from lab.backends.catalog import Cluster, make_cluster
+from lab.cli.standalone_manager import UP_SETTINGS, hand_over
+from lab.ground.cluster_settings import ACTIVE_PASSIVE, MODES, REPLICATED_GROUP
 from lab.ground.errors import ClusterError, InputError, UsageError
 from lab.ground.files import write_json
-from lab.ground.spec import Durability, Topology
+from lab.ground.spec import Durability, GroupSettings, Topology
 from lab.targets.catalog import make_target
 
 __all__ = ["cluster_down", "cluster_up"]
@@ -32,9 +34,13 @@ def cluster_up(
     backend: str,
     target: str,
     toxiproxy_port: int | None,
+    mode: str = REPLICATED_GROUP,
     timeout_s: float = 30.0,
 ) -> dict[str, Any]:
-    """Start a cluster detached from this process; return what `lab up` prints."""
+    """Start a cluster detached from this process; return what `lab up` prints. An
+    active-passive cluster's manager is handed over to a process of its own."""
+    if mode not in MODES:
+        raise UsageError(f"unknown mode {mode!r} (known: {', '.join(MODES)})")
     state = _state_path(state_dir)
     if state.exists():
         raise UsageError(f"a cluster is already up (see {state}); run `lab down` first")
@@ -48,9 +54,14 @@ def cluster_up(
         work_dir,
         detached=True,
         toxiproxy_port=toxiproxy_port,
+        group=GroupSettings(mode=mode, active_passive=UP_SETTINGS),
     )
     cluster.start(timeout_s=timeout_s)
+    pids = cluster.pids()
     described = cluster.describe()
+    if mode == ACTIVE_PASSIVE:
+        pids["manager"] = hand_over(cluster, work_dir)
+        described["virtual_address"] = cluster.vip_url()
     write_json(
         state,
         {
@@ -60,7 +71,8 @@ def cluster_up(
             "work_dir": str(work_dir),
             "toxiproxy_api": f"http://127.0.0.1:{cluster.proxy_client().port}",
             "links": sorted(cluster.proxies),
-            "pids": cluster.pids(),
+            "mode": mode,
+            "pids": pids,
             **_docker_record(cluster),
         },
     )
@@ -97,18 +109,48 @@ def _ours(pid: int, work_dir: str, name: str) -> bool:
 
 
 def cluster_down(state_dir: Path, timeout_s: float = 5.0) -> list[str]:
-    """Stop what `lab up` started; return the names stopped. No state file: nothing to do."""
+    """Stop what `lab up` started (an active-passive cluster's manager first, so it restarts
+    nothing); return the names stopped. No state file: nothing to do."""
     state = _state_path(state_dir)
     if not state.exists():
         return _reap_docker_leftovers()
     try:
         recorded = json.loads(state.read_text(encoding="utf-8"))
-        if recorded.get("backend") == "docker":
-            return _docker_down(state, str(recorded["docker_run"]), Path(recorded["work_dir"]))
-        pids = {str(k): int(v) for k, v in recorded["pids"].items()}
+        pids = {str(k): int(v) for k, v in recorded.get("pids", {}).items()}
         work_dir = str(recorded["work_dir"])
+        docker_run = str(recorded["docker_run"]) if recorded.get("backend") == "docker" else None
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise InputError(f"{state}: cannot read the cluster state: {exc}") from exc
+    stopped: list[str] = []
+    if "manager" in pids:
+        stopped += _stop({"manager": pids.pop("manager")}, work_dir, timeout_s)
+    if docker_run is not None:
+        stopped += _docker_down(state, docker_run, Path(work_dir))
+        return stopped
+    stopped += _stop({**_started_again(work_dir, pids), **pids}, work_dir, timeout_s)
+    state.unlink()
+    return stopped
+
+
+def _started_again(work_dir: str, known: dict[str, int]) -> dict[str, int]:
+    """Node processes of the cluster not in the state file (its manager restarted them),
+    found by their command line, which names the node's configuration in `work_dir`."""
+    found: dict[str, int] = {}
+    root = str(Path(work_dir).resolve())
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) in known.values():
+            continue
+        try:
+            words = (entry / "cmdline").read_bytes().decode().split("\0")
+        except OSError:
+            continue
+        for word in words:
+            if word.startswith(root) and word.endswith("config.json"):
+                found[f"{Path(word).parent.name} (restarted)"] = int(entry.name)
+    return found
+
+
+def _stop(pids: dict[str, int], work_dir: str, timeout_s: float) -> list[str]:
     stopped: list[str] = []
     for name, pid in pids.items():
         if _alive(pid) and _ours(pid, work_dir, name):
@@ -128,7 +170,6 @@ def cluster_down(state_dir: Path, timeout_s: float = 5.0) -> list[str]:
         _reap(pids[name])
     if any(_alive(pids[n]) and _ours(pids[n], work_dir, n) for n in stopped):
         raise ClusterError("some processes of the cluster would not stop")
-    state.unlink()
     return stopped
 
 

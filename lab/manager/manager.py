@@ -26,7 +26,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Protocol
 
 from lab.ground.cluster_settings import ActivePassiveSettings
@@ -89,8 +89,10 @@ class ClusterManager:
         self._stop = threading.Event()
         self._thawed = threading.Event()
         self._thawed.set()
+        self._round = threading.Lock()  # held through one round of decisions
         self._thread: threading.Thread | None = None
-        self._pool = ThreadPoolExecutor(max_workers=max(1, len(brokers.node_names)))
+        # Room for checks that outlive their round (a slow name lookup) beside new ones.
+        self._pool = ThreadPoolExecutor(max_workers=4 * max(1, len(brokers.node_names)))
 
     # ---- life ------------------------------------------------------------------------------
 
@@ -105,9 +107,9 @@ class ClusterManager:
         self._stop.clear()
         self._thawed.set()
         self._gave_up = False
+        self._events.emit("manager.start", None)  # before any decision it takes
         self._thread = threading.Thread(target=self._loop, name="cluster-manager", daemon=True)
         self._thread.start()
-        self._events.emit("manager.start", None)
 
     def stop(self) -> None:
         if self._thread is None:
@@ -119,8 +121,11 @@ class ClusterManager:
         self._events.emit("manager.stop", None)
 
     def freeze(self) -> None:
-        """The manager stands still (a hung rgmanager) until `thaw`."""
-        if self._thawed.is_set():
+        """The manager stands still (a hung rgmanager) until `thaw`: a round under way
+        ends first, and no decision is taken after this returns."""
+        with self._round:
+            if not self._thawed.is_set():
+                return
             self._thawed.clear()
             self._events.emit("manager.freeze", None)
 
@@ -138,10 +143,13 @@ class ClusterManager:
             self._thawed.wait()
             if self._stop.is_set():
                 return
-            try:
-                self.poll()
-            except LabError as exc:  # a broker or Toxiproxy failed to answer an order
-                self._events.emit("manager.error", None, error=str(exc))
+            with self._round:
+                if not self._thawed.is_set():
+                    continue
+                try:
+                    self.poll()
+                except LabError as exc:  # a broker or Toxiproxy failed to answer an order
+                    self._events.emit("manager.error", None, error=str(exc))
             self._stop.wait(self._settings.status_poll_interval_s)
 
     # ---- one round -------------------------------------------------------------------------
@@ -158,7 +166,11 @@ class ClusterManager:
             return brokers.ha_status(name, timeout)
 
         names = brokers.node_names
-        return dict(zip(names, self._pool.map(ask, names), strict=True))
+        asked = {name: self._pool.submit(ask, name) for name in names}
+        # A check that takes longer than the timeout (a name that no longer resolves, a
+        # connect that hangs) is no answer: the round goes on without it.
+        wait(asked.values(), timeout=timeout + 0.5)
+        return {name: _answer(future) for name, future in asked.items()}
 
     def poll(self) -> None:
         """One round of the manager's decisions."""
@@ -214,6 +226,14 @@ class ClusterManager:
             self._brokers.point_vip(name)
             self._vip = name
             self._events.emit("manager.vip", name)
+
+
+def _answer(future: Future[str | None]) -> str | None:
+    """A status check's answer: None when it did not end in time; STARTING when it failed
+    otherwise (an answer the manager cannot read: it waits for the next round)."""
+    if not future.done():
+        return None
+    return STARTING if future.exception() is not None else future.result()
 
 
 def _shown(statuses: Mapping[str, str | None]) -> dict[str, str]:

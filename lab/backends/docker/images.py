@@ -6,6 +6,8 @@
                      python-qpid-proton wheel of the host's virtual environment
     lab-toxiproxy    containers/toxiproxy/Dockerfile on lab-base: the toxiproxy-server binary
                      the process backend runs
+    lab-manager      containers/manager/Dockerfile on lab-base: the cluster manager of an
+                     active-passive cluster (docker-compose's active-passive profile)
     lab-jvm          Debian minbase with a Java runtime and jcmd (openjdk-17-jdk-headless),
                      made like lab-base; built only when a JVM target is asked for
     lab-qpid-broker-j  containers/qpid-broker-j/Dockerfile on lab-jvm: Broker-J's unpacked
@@ -91,7 +93,11 @@ def _plan(targets: Iterable[str]) -> tuple[list[tuple[ImageRef, tuple[str, ...]]
     base = ImageRef("base", "lab-base", _digest(_base_inputs(BASE_PACKAGES)))
     roots = [(base, BASE_PACKAGES)]
     toxiproxy = _toxiproxy_files()
-    layers = [_Layer(_ref("toxiproxy", "lab-toxiproxy", toxiproxy, base), toxiproxy, base)]
+    manager = _manager_files()
+    layers = [
+        _Layer(_ref("toxiproxy", "lab-toxiproxy", toxiproxy, base), toxiproxy, base),
+        _Layer(_ref("manager", "lab-manager", manager, base), manager, base),
+    ]
     wanted = set(targets)
     if "broker_ref" in wanted:
         files = _broker_ref_files()
@@ -199,6 +205,16 @@ def _broker_ref_files() -> dict[str, Path]:
             files[f"broker_ref/{path.relative_to(package)}"] = path
     wheel = _proton_wheel()
     files[f"wheels/{wheel.name}"] = wheel
+    return files
+
+
+def _manager_files() -> dict[str, Path]:
+    """The cluster manager's image: lab/__init__.py, lab/ground and lab/manager."""
+    files = {"Dockerfile": _ROOT / "containers" / "manager" / "Dockerfile"}
+    files["lab/__init__.py"] = _ROOT / "lab" / "__init__.py"
+    for folder in ("ground", "manager"):
+        for path in sorted((_ROOT / "lab" / folder).glob("*.py")):
+            files[f"lab/{folder}/{path.name}"] = path
     return files
 
 
