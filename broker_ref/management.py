@@ -59,8 +59,8 @@ class NodeView(Protocol):
         """Apply all the changes or raise ChangeRefused and apply none."""
         ...
 
-    def ha(self) -> dict[str, Any] | None:
-        """The HA status of an active-passive broker; None for any other."""
+    def ha(self) -> dict[str, Any]:
+        """The HA status of an active-passive broker; `standalone` for any other."""
         ...
 
     def ha_action(self, request: dict[str, Any]) -> None:
@@ -124,10 +124,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
             except TimeoutError:
                 self._reply(503, {"errorMessage": "the broker did not answer in time"})
                 return
-            if status is None:
-                self._reply(404, {"errorMessage": "not a broker of an active-passive cluster"})
-            else:
-                self._reply(200, status)
+            self._reply(200, status)
         else:
             self._reply(404, {"errorMessage": "not found", "path": path})
 

@@ -124,10 +124,10 @@ class NodeManagementView:
             return None
         return group, group.mode
 
-    def ha(self) -> dict[str, Any] | None:
-        """The broker's HA status (None: not in an active-passive cluster)."""
+    def ha(self) -> dict[str, Any]:
+        """The broker's HA status: `standalone` when not in an active-passive cluster."""
         if not self.config.active_passive:
-            return None
+            return {"status": "standalone", "name": self.config.name}
         found = self._active_passive()
         view: dict[str, Any] = (
             {"status": "joining"} if found is None else found[0].ask(found[1].view)

@@ -50,6 +50,7 @@ class _Attempt(Handler):
         self.address = address
         self.alive = True
         self.ready = False
+        self.node = address.node  # the broker behind it, once the link is ready
         self.error: str | None = None
         self.connection: Connection | None = None
         self.timer: Cancellable | None = None
@@ -196,8 +197,11 @@ class FailoverLink:
         if attempt.timer is not None:
             attempt.timer.cancel()
         self._policy.connected()
-        self._log(f"link ready on {attempt.address.node} ({attempt.address.url})")
-        self.user.link_ready(link, attempt.address.node)
+        remote = attempt.connection.remote_container if attempt.connection else None
+        if self._options.node_from_broker and remote:
+            attempt.node = str(remote)
+        self._log(f"link ready on {attempt.node} ({attempt.address.url})")
+        self.user.link_ready(link, attempt.node)
 
     def _lost(self, attempt: _Attempt, reason: str, polite: bool = False) -> None:
         if not attempt.alive:
@@ -209,7 +213,7 @@ class FailoverLink:
         if self._closing is not None:
             self._finish_close()
             return
-        node = attempt.address.node
+        node = attempt.node
         if attempt.ready:
             self._log(f"lost the link on {node}: {reason}")
             self.user.link_lost(node, reason)

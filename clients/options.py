@@ -32,6 +32,9 @@ class ConnectionOptions:
     queue: str
     run_start_ns: int
     heartbeat_s: float
+    # Record the node the broker names in its open frame (its container id), not the
+    # address's: behind a virtual address the broker is whichever one it points at.
+    node_from_broker: bool = False
 
 
 def _names(text: str) -> list[str]:
@@ -49,6 +52,12 @@ def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--heartbeat", type=float, default=2.0, help="AMQP idle timeout in seconds (0 = none)"
+    )
+    parser.add_argument(
+        "--node-from-broker",
+        action="store_true",
+        help="record the node the broker names itself (its AMQP container id), as behind a "
+        "virtual address",
     )
 
 
@@ -72,6 +81,7 @@ def connection_options(
         queue=args.queue,
         run_start_ns=args.run_start_ns,
         heartbeat_s=args.heartbeat,
+        node_from_broker=args.node_from_broker,
     )
 
 

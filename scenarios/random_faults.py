@@ -79,7 +79,8 @@ def active_passive_schedule(spec: RunSpec, rng: random.Random) -> tuple[FaultOp,
 
 RANDOM_ACTIVE_PASSIVE = Scenario(
     name="random",
-    summary="a seeded random schedule of kills and pauses on an active-passive cluster of 3",
+    summary="a seeded random schedule of kills and pauses on an active-passive cluster of 3, "
+    "clients on its virtual address",
     prediction=Prediction(
         text="one broker failure at a time leaves a ready backup for the manager to promote, "
         "and the primary acknowledges only what every ready backup holds: no acknowledged "
@@ -88,7 +89,8 @@ RANDOM_ACTIVE_PASSIVE = Scenario(
     ),
     schedule=active_passive_schedule,
     topology=Topology(nodes=3),
-    workload=Workload(producers=2, consumers=1, rate=100.0, duration_s=24.0),
+    # One address, wherever the primary is: the manager moves it (the list is C1's).
+    workload=Workload(producers=2, consumers=1, rate=100.0, duration_s=24.0, virtual_address=True),
     group=CLUSTER,
 )
 

@@ -165,4 +165,6 @@ def test_management_api_reports_health_and_the_virtualhostnode(start_node: NodeF
     assert node.get("/api/latest/virtualhostnode/n1", auth="admin:wrong")[0] == 401
     assert node.get("/api/latest/remotereplicationnode/n1") == (200, [])
     assert node.get("/api/latest/virtualhostnode/n2")[0] == 404
+    # Not in an active-passive cluster: qpid-ha's `standalone`.
+    assert node.get("/api/latest/ha/n1") == (200, {"status": "standalone", "name": "n1"})
     assert node.get("/nothing/here")[0] == 404

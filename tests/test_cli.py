@@ -54,6 +54,22 @@ def test_an_unknown_or_unsupported_target_is_one_line(
     assert not (tmp_path / "runs").exists()
 
 
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (("bench", "failover", "--mode", "no-such-mode"), "unknown mode"),
+        (("bench", "checker", "--mode", "active-passive"), "the replicated group only"),
+        (("bench", "failover", "--mode", "active-passive", "--backend", "docker"), "processes"),
+    ],
+)
+def test_a_benchmark_mode_it_cannot_measure_is_one_line(
+    tmp_path: Path, argv: tuple[str, ...], says: str
+) -> None:
+    result = run_lab(*argv, cwd=tmp_path)
+    assert result.returncode == 2
+    assert says in _one_line_error(result)
+
+
 def test_unknown_option_is_one_line(tmp_path: Path) -> None:
     result = run_lab("run", "single-node-crash", "--bogus", cwd=tmp_path)
     assert result.returncode == 2

@@ -19,7 +19,9 @@ class Benchmark:
     It runs broker_ref on local processes; one that can also run on another backend
     has `run_on(say, backend)`; one that can measure another target has
     `run_against(say, target)`, which measures broker_ref in the same run and prints
-    both figures, so the two are compared on one machine at one time.
+    both figures, so the two are compared on one machine at one time; one that can
+    measure broker_ref in another HA mode has `run_mode(say, mode)` (`lab bench NAME
+    --mode active-passive`).
     """
 
     name: str
@@ -27,3 +29,4 @@ class Benchmark:
     run: Callable[[Say], str]
     run_on: Callable[[Say, str], str] | None = None
     run_against: Callable[[Say, str], str] | None = None
+    run_mode: Callable[[Say, str], str] | None = None

@@ -6,6 +6,10 @@ group of two under the seeds' durability triplets, with and without coalescing-s
 each as a percentage of the single node with the same clients. The last line is the
 headline: the default HA settings (NO_SYNC,NO_SYNC,SIMPLE_MAJORITY, coalescing-sync)
 as a percentage of the single node, averaged over the client counts.
+
+In active-passive mode (`--mode active-passive`) the table's layout holds a primary alone,
+then a primary with one and with two backups (ha-replicate all: the primary acknowledges
+a message once every ready backup holds it), each as a percentage of the primary alone.
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ from pathlib import Path
 from lab.backends.catalog import make_cluster
 from lab.bench._base import Benchmark, Say
 from lab.bench.load import acknowledged_per_second
-from lab.ground.spec import Durability, Topology, Workload
+from lab.ground.cluster_settings import ACTIVE_PASSIVE, ActivePassiveSettings
+from lab.ground.spec import Durability, GroupSettings, Topology, Workload
 from lab.targets.catalog import make_target
 
 __all__ = ["BENCHMARK", "CONFIGURATIONS", "Configuration"]
@@ -33,6 +38,7 @@ class Configuration:
     label: str
     nodes: int
     durability: Durability
+    group: GroupSettings | None = None
 
 
 CONFIGURATIONS = (
@@ -55,6 +61,15 @@ CONFIGURATIONS = (
     Configuration("NO_SYNC,NO_SYNC,SIMPLE_MAJORITY +cs (default)", 2, Durability()),
 )
 HEADLINE = CONFIGURATIONS[-1]
+_ACTIVE_PASSIVE = GroupSettings(
+    mode=ACTIVE_PASSIVE,
+    active_passive=ActivePassiveSettings(ha_replicate="all", status_poll_interval_s=0.5),
+)
+ACTIVE_PASSIVE_CONFIGURATIONS = (
+    Configuration("primary alone", 1, Durability(), _ACTIVE_PASSIVE),
+    Configuration("primary + 1 backup", 2, Durability(), _ACTIVE_PASSIVE),
+    Configuration("primary + 2 backups", 3, Durability(), _ACTIVE_PASSIVE),
+)
 # What every target offers: Broker-J fixes the replica acknowledgement policy at
 # SIMPLE_MAJORITY (in a group of two, both nodes), so the comparison uses that policy.
 COMPARED = (
@@ -86,7 +101,12 @@ def _row(
     work_dir = root / target / config.label.replace(",", "-").replace(" ", "_")
     work_dir.mkdir(parents=True)
     cluster = make_cluster(
-        "process", make_target(target), Topology(nodes=config.nodes), config.durability, work_dir
+        "process",
+        make_target(target),
+        Topology(nodes=config.nodes),
+        config.durability,
+        work_dir,
+        group=config.group,
     )
     rates: dict[int, float] = {}
     try:
@@ -163,10 +183,32 @@ def run_against(say: Say, target: str) -> str:
     )
 
 
+def run_mode(say: Say, mode: str) -> str:
+    """The table for an active-passive cluster: 1, 2 and 3 brokers, in % of the first."""
+    if mode != ACTIVE_PASSIVE:
+        return run(say)
+    rows: dict[str, dict[int, float]] = {}
+    with tempfile.TemporaryDirectory(prefix="lab-bench-durability-") as tmp:
+        for config in ACTIVE_PASSIVE_CONFIGURATIONS:
+            say(f"active-passive: {config.label} ({config.nodes} broker(s))")
+            rows[config.label] = _row(config, Path(tmp), say)
+    baseline = rows[ACTIVE_PASSIVE_CONFIGURATIONS[0].label]
+    for line in table(rows, baseline):
+        say(line)
+    one, two = (_share(rows[c.label], baseline) for c in ACTIVE_PASSIVE_CONFIGURATIONS[1:])
+    mean = sum(baseline.values()) / len(baseline)
+    return (
+        f"durability: active-passive primary + 1 backup = {one:.0f}%, + 2 backups = "
+        f"{two:.0f}% of the primary alone ({mean:,.0f} msg/s; means over "
+        f"{', '.join(f'{c}/{c}' for c in CLIENTS)} clients, ha-replicate all, local processes)"
+    )
+
+
 BENCHMARK = Benchmark(
     name="durability",
     description="the seeds' table P1: msg/s on 1 node vs 2-node groups under each durability "
     "triplet, as % of the single node",
     run=run,
     run_against=run_against,
+    run_mode=run_mode,
 )

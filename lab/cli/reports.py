@@ -28,6 +28,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Comman
         default="broker_ref",
         help="broker_ref (default); another target is measured beside broker_ref in one run",
     )
+    bench.add_argument(
+        "--mode",
+        default="replicated-group",
+        help="replicated-group (default) or active-passive (measured on local processes)",
+    )
 
     allure = sub.add_parser("allure", help="an Allure HTML report from pytest's --alluredir")
     allure.add_argument("results_dir", type=Path)
@@ -61,7 +66,17 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         raise UsageError(f"unknown backend {args.backend!r} (known: {', '.join(BACKENDS)})")
     if args.target not in TARGETS:
         raise UsageError(f"unknown target {args.target!r} (known: {', '.join(TARGETS)})")
-    if args.target != "broker_ref":
+    from lab.ground.cluster_settings import MODES, REPLICATED_GROUP
+
+    if args.mode not in MODES:
+        raise UsageError(f"unknown mode {args.mode!r} (known: {', '.join(MODES)})")
+    if args.mode != REPLICATED_GROUP:
+        if bench.run_mode is None:
+            raise UsageError(f"benchmark {bench.name!r} measures the replicated group only")
+        if args.target != "broker_ref" or args.backend != "process":
+            raise UsageError("--mode measures broker_ref on local processes")
+        figure = bench.run_mode(say, args.mode)
+    elif args.target != "broker_ref":
         if bench.run_against is None:
             raise UsageError(f"benchmark {bench.name!r} measures broker_ref only")
         if args.backend != "process":

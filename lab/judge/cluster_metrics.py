@@ -39,17 +39,20 @@ def clients_noticed(
 ) -> tuple[float | None, ...]:
     """Per fault (in the order they began), seconds from its start to the first operation
     whose outcome the clients no longer knew (`info`: the connection was lost) on the node
-    it took out; None for a fault that takes no node out, or that no client noticed.
-    `infos` is every info operation's (time s, node)."""
+    it took out, before the fault ended; None for a fault that takes no node out, or that
+    no client noticed while it lasted. `infos` is every info operation's (time s, node)."""
+    events = list(events)
+    ends = {str(e.get("id")): int(e["time"]) / NS for e in events if e.get("kind") == "fault.end"}
     found: list[float | None] = []
     for e in events:
         if e.get("kind") != "fault.start":
             continue
         start = int(e["time"]) / NS
+        end = ends.get(str(e.get("id")), float("inf"))
         target = e.get("target")
         if e.get("fault") not in _TAKES_A_NODE_OUT:
             found.append(None)
             continue
-        first = next((t for t, node in infos if t > start and node == target), None)
+        first = next((t for t, node in infos if start < t <= end and node == target), None)
         found.append(None if first is None else round(first - start, 3))
     return tuple(found)

@@ -173,21 +173,28 @@ class ClusterManager:
         return {name: _answer(future) for name, future in asked.items()}
 
     def poll(self) -> None:
-        """One round of the manager's decisions."""
+        """One round of the manager's decisions: hung brokers fenced, a primary chosen, then
+        crashed brokers restarted (a restart never holds up the promotion)."""
         statuses = self.statuses()
         brokers = self._brokers
         for name, status in statuses.items():
-            if status == DOWN and self._settings.restart:
-                brokers.restart(name)
-                self._events.emit("manager.restart", name)
-            elif status is None:
+            if status is None:
                 # Hung: stopped and started again, before anything else is decided, so a
                 # hung primary cannot come back as a second one.
                 brokers.fence(name)
                 self._events.emit("manager.fence", name, timeout_s=self._settings.status_timeout)
-                statuses[name] = DOWN
+                statuses[name] = STARTING
                 if name == self._primary:
                     self._primary = None
+        try:
+            self._choose_primary(statuses)
+        finally:
+            for name, status in statuses.items():
+                if status == DOWN and self._settings.restart:
+                    brokers.restart(name)
+                    self._events.emit("manager.restart", name)
+
+    def _choose_primary(self, statuses: Mapping[str, str | None]) -> None:
         primaries = sorted(n for n, s in statuses.items() if s in PRIMARY)
         if len(primaries) > 1 and frozenset(primaries) != self._two:
             self._two = frozenset(primaries)
@@ -206,7 +213,7 @@ class ClusterManager:
             self._gave_up = True
             self._events.emit("manager.no-candidate", None, statuses=_shown(statuses))
             return
-        brokers.promote(candidate)
+        self._brokers.promote(candidate)
         self._primary = candidate
         self._events.emit("manager.promote", candidate, statuses=_shown(statuses))
         self._point(candidate)

@@ -31,7 +31,9 @@ class WorkerPlan:
     argv: tuple[str, ...]
 
 
-VIRTUAL_NODE = "vip"  # the "node" behind a cluster's virtual address, in the history
+# The address's name for a cluster's virtual address; once connected, a client records
+# the broker that answered instead (`--node-from-broker`).
+VIRTUAL_NODE = "vip"
 
 
 def _failover_list(urls: list[str], nodes: tuple[str, ...], first: int) -> tuple[str, ...]:
@@ -59,6 +61,8 @@ def worker_plans(
             str(run_start_ns),
             "--heartbeat",
             str(workload.heartbeat_s),
+            # Behind the virtual address, the history names the broker that answered.
+            *(("--node-from-broker",) if workload.virtual_address else ()),
         )
 
     sending: tuple[str, ...] = ("--rate", str(workload.rate), "--size", str(workload.size))
