@@ -36,6 +36,8 @@ class Scenario:
     # The same situation in the other HA design (an active-passive cluster's twin of a
     # replicated group's scenario), run with `--mode`.
     twin: Scenario | None = None
+    # Its schedule comes from a spec file only (`lab run --spec FILE`): the incident.
+    needs_spec: bool = False
 
     @property
     def mode(self) -> Mode:

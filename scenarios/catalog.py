@@ -20,6 +20,7 @@ from scenarios.active_passive_operators import (
 from scenarios.base import Scenario
 from scenarios.disk_full import DISK_FULL
 from scenarios.durability_matrix import DURABILITY_MATRIX
+from scenarios.incident import INCIDENT
 from scenarios.random_faults import RANDOM
 from scenarios.replicated_group import (
     MASTER_FAILURE,
@@ -39,7 +40,7 @@ from scenarios.two_node_group import (
     TWO_NODE_MASTER_FAILURE,
 )
 
-__all__ = ["SCENARIOS", "scenario_named"]
+__all__ = ["RUNNABLE", "SCENARIOS", "scenario_named"]
 
 SCENARIOS: Mapping[str, Scenario] = {
     s.name: s
@@ -68,8 +69,13 @@ SCENARIOS: Mapping[str, Scenario] = {
         BACKUP_AUTH_FAILURE,
         REPLICATE_NONE,
         HUNG_PRIMARY,
+        INCIDENT,
     )
 }
+
+# The scenarios a seed runs (`lab run NAME --seed N`, campaigns, the scenario tests): all
+# but the incident, whose schedule comes from a file.
+RUNNABLE: Mapping[str, Scenario] = {n: s for n, s in SCENARIOS.items() if not s.needs_spec}
 
 
 def scenario_named(name: str) -> Scenario:

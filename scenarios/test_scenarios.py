@@ -12,7 +12,7 @@ from collections.abc import Callable
 import pytest
 
 from lab.run.runner import RunOutcome
-from scenarios.catalog import SCENARIOS
+from scenarios.catalog import RUNNABLE
 
 
 def _assert_held(outcome: RunOutcome) -> None:
@@ -24,7 +24,7 @@ def _assert_held(outcome: RunOutcome) -> None:
 
 
 @pytest.mark.processes
-@pytest.mark.parametrize("name", sorted(SCENARIOS))
+@pytest.mark.parametrize("name", sorted(RUNNABLE))
 def test_scenario_holds_its_prediction(name: str, lab_run: Callable[..., RunOutcome]) -> None:
     _assert_held(lab_run(name))
 
@@ -40,7 +40,7 @@ def _docker_or_skip() -> None:
 
 
 @pytest.mark.docker
-@pytest.mark.parametrize("name", sorted(SCENARIOS))
+@pytest.mark.parametrize("name", sorted(RUNNABLE))
 def test_scenario_holds_its_prediction_in_containers(
     name: str, lab_run: Callable[..., RunOutcome]
 ) -> None:

@@ -25,7 +25,7 @@ from lab.run.reproduce import reproduce_command
 from lab.run.runner import run_scenario
 from lab.targets.protocol import NoTarget, traits_of
 from scenarios.base import Scenario, fault_window
-from scenarios.catalog import SCENARIOS, scenario_named
+from scenarios.catalog import RUNNABLE, scenario_named
 
 BROKER_J = TargetTraits("qpid-broker-j", election_allowance_s=5.0, restart_allowance_s=15.0)
 
@@ -83,7 +83,7 @@ def test_a_run_whose_cluster_fails_says_how_to_reproduce_it(tmp_path: Path) -> N
     assert result["reproduce"] == command
 
 
-@pytest.mark.parametrize("name", sorted(SCENARIOS))
+@pytest.mark.parametrize("name", sorted(RUNNABLE))
 @pytest.mark.parametrize("target", [BROKER_REF_TRAITS, BROKER_J], ids=["broker_ref", "broker-j"])
 @pytest.mark.parametrize("backend", ["process", "docker"])
 def test_the_reproduce_command_runs_what_ran(

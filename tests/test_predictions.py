@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
@@ -17,7 +18,7 @@ from lab.judge.expectations import (
 )
 from lab.judge.facts import RunFacts
 from lab.judge.metrics import RunMetrics, Window
-from lab.judge.prediction import Prediction
+from lab.judge.prediction import Prediction, violation_kind
 
 NS = 1_000_000_000
 
@@ -200,3 +201,87 @@ def test_a_bound_counted_from_a_restart_gets_the_targets_restart_allowance() -> 
         EVENTS, _metrics((Window(4.5, 9.5),)), TargetTraits(restart_allowance_s=3.0)
     )
     assert ServiceResumed("f1:start", 2.0).unmet(early) is not None
+
+
+def _with(**changes: Any) -> CheckResult:
+    """A clean check with some counts changed (IdSets given as counts)."""
+    fields = {
+        k: (_ids(v) if k in ("unexpected", "resurrected", "duplicated") else v)
+        for k, v in changes.items()
+    }
+    return replace(_check(), **fields)
+
+
+# Every branch of the verdict: its outcome and the kind of violation it names.
+@pytest.mark.parametrize(
+    ("prediction", "check", "two_masters", "outcome", "kinds"),
+    [
+        (Prediction(text="t"), _check(), False, "held", ()),
+        (Prediction(text="t"), _check(acknowledged=0), False, "unknown", ("nothing-acknowledged",)),
+        (Prediction(text="t"), _with(unexpected=2), False, "broken", ("unexpected",)),
+        (Prediction(text="t"), _with(resurrected=1), False, "broken", ("resurrected",)),
+        (Prediction(text="t", refusals_expected=True), _check(), False, "broken", ("no-refusal",)),
+        (Prediction(text="t", refusals_expected=True), _with(failed=3), False, "held", ()),
+        (Prediction(text="t"), _with(duplicated=2), False, "held", ()),
+        (
+            Prediction(text="t", duplicates_allowed=False),
+            _with(duplicated=2),
+            False,
+            "broken",
+            ("duplicated",),
+        ),
+        (Prediction(text="t"), _check(lost=3), False, "broken", ("lost",)),
+        (Prediction(text="t"), _check(lost=3, drained=False), False, "unknown", ("not-drained",)),
+        (Prediction(text="t", loss="allowed"), _check(lost=3), False, "held", ()),
+        (Prediction(text="t", loss="detected"), _check(), False, "broken", ("no-loss",)),
+        (Prediction(text="t", loss="detected"), _check(lost=2), False, "held", ()),
+        (Prediction(text="t", two_masters="forbidden"), _check(), True, "broken", ("two-masters",)),
+        (Prediction(text="t", two_masters="either"), _check(), True, "held", ()),
+        (
+            Prediction(text="t", two_masters="expected"),
+            _check(),
+            False,
+            "broken",
+            ("no-two-masters",),
+        ),
+        (
+            Prediction(text="t", expect=(ServiceResumed("f1:start", 1.0),)),
+            _check(),
+            False,
+            "held",
+            (),
+        ),
+        (
+            Prediction(text="t", expect=(RoleAtEnd("f1", "MASTER"), LogSeen("HA-9999"))),
+            _with(unexpected=1),
+            False,
+            "broken",
+            ("log-missing", "role-at-end", "unexpected"),
+        ),
+    ],
+)
+def test_each_branch_of_the_verdict_names_its_violation(
+    prediction: Prediction,
+    check: CheckResult,
+    two_masters: bool,
+    outcome: str,
+    kinds: tuple[str, ...],
+) -> None:
+    verdict = prediction.judge(check, EVENTS, _metrics(two_masters=two_masters))
+    assert verdict.outcome == outcome
+    assert verdict.violations == kinds
+    assert len(verdict.reasons) >= len(kinds)
+
+
+def test_an_expectation_without_a_named_violation_is_named_by_its_class() -> None:
+    @dataclass(frozen=True)
+    class QueueDepthBelow:
+        def unmet(self, facts: RunFacts) -> str | None:
+            return "too deep"
+
+    assert violation_kind(QueueDepthBelow()) == "queue-depth-below"
+    assert violation_kind(ServiceResumed("f1:start", 1.0)) == "unavailable>bound"
+    uncheckable = Prediction(text="t", expect=(LogSeen("REF-1004"),)).judge(
+        _check(), EVENTS, _metrics(), TargetTraits("qpid-broker-j")
+    )
+    assert uncheckable.violations == ("uncheckable",)

@@ -12,27 +12,27 @@ from faults.nemesis import Nemesis
 from lab.ground.errors import ClusterError
 from lab.ground.faultops import FaultOp, ops_from_json
 from lab.ground.spec import RunSpec
-from scenarios.catalog import SCENARIOS
+from scenarios.catalog import RUNNABLE, SCENARIOS
 
 
-@pytest.mark.parametrize("name", sorted(SCENARIOS))
+@pytest.mark.parametrize("name", sorted(RUNNABLE))
 @given(seed=st.integers(min_value=0, max_value=2**63 - 1))
 def test_same_seed_same_schedule(name: str, seed: int) -> None:
-    scenario = SCENARIOS[name]
+    scenario = RUNNABLE[name]
     assert scenario.spec(seed).schedule == scenario.spec(seed).schedule
 
 
-@pytest.mark.parametrize("name", sorted(SCENARIOS))
+@pytest.mark.parametrize("name", sorted(RUNNABLE))
 def test_different_seeds_give_different_schedules(name: str) -> None:
-    scenario = SCENARIOS[name]
+    scenario = RUNNABLE[name]
     schedules = {tuple(op.at_s for op in scenario.spec(seed).schedule) for seed in range(20)}
     assert len(schedules) > 1
 
 
-@pytest.mark.parametrize("name", sorted(SCENARIOS))
+@pytest.mark.parametrize("name", sorted(RUNNABLE))
 @given(seed=st.integers(min_value=0, max_value=2**32))
 def test_every_started_fault_is_stopped_within_the_run(name: str, seed: int) -> None:
-    scenario = SCENARIOS[name]
+    scenario = RUNNABLE[name]
     schedule = scenario.spec(seed).schedule
     starts = {op.id: op for op in schedule if op.action == "start"}
     stops = {op.id: op for op in schedule if op.action == "stop"}

@@ -1,8 +1,9 @@
 """The `lab` command: run, replay, list, check, up, down, ha, images, report, bench, allure.
 
 Exit status: 0 success (a run's prediction held, a history valid), 1 a prediction
-broken or a history invalid, 3 a history whose validity is unknown, 2 bad usage or
-input that cannot be read — always with a one-line message on stderr.
+broken or a history invalid, 3 a history whose validity is unknown, 4 a replay whose
+original violation did not come back (did not reproduce), 2 bad usage or input that
+cannot be read — always with a one-line message on stderr.
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ from lab.cli.common import DEFAULT_RUNS_DIR, Commands
 
 if TYPE_CHECKING:
     from lab.ground.spec import RunSpec
+    from lab.judge.result import ReplayOf
     from lab.run.cluster import RunParts
 
 __all__ = ["register"]
@@ -20,11 +21,17 @@ __all__ = ["register"]
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Commands:
     """Add this part's subcommands to `sub`; return their handlers by name."""
-    run = sub.add_parser("run", help="run a scenario into a new run folder")
-    run.add_argument("scenario")
+    run = sub.add_parser("run", help="run a scenario (or an incident file) into a new run folder")
+    run.add_argument("scenario", nargs="?")
+    run.add_argument(
+        "--spec",
+        type=Path,
+        metavar="FILE",
+        help="run a hand-written incident (TOML or JSON; the README shows the format)",
+    )
     run.add_argument("--seed", help="the run's seed (default: a random one, printed)")
-    run.add_argument("--backend", default="process", help="process (default) or docker")
-    run.add_argument("--target", default="broker_ref", help="broker_ref (default) or qpid-broker-j")
+    run.add_argument("--backend", help="process (default) or docker")
+    run.add_argument("--target", help="broker_ref (default) or qpid-broker-j")
     run.add_argument(
         "--mode",
         help="replicated-group or active-passive (default: the scenario's own; `lab list`)",
@@ -44,6 +51,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Comman
 
     replay = sub.add_parser("replay", help="run a recorded spec and schedule again")
     replay.add_argument("run_dir", type=Path)
+    replay.add_argument(
+        "--times",
+        type=int,
+        default=1,
+        help="run it N times and say how often the original outcome came back (default 1)",
+    )
     replay.add_argument("--runs-dir", type=Path, help="default: the runs folder it came from")
 
     sub.add_parser("list", help="list the scenarios")
@@ -57,30 +70,97 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Comman
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from lab.compose import parts_for
+    from lab.ground.errors import UsageError
     from lab.ground.spec import Durability, parse_seed
 
-    parts = parts_for(args.scenario, args.backend, args.target, args.mode)
+    if args.spec is not None:
+        return _run_incident(args)
+    if args.scenario is None:
+        raise UsageError("name a scenario (`lab list`) or give an incident file with --spec FILE")
+    backend, target = args.backend or "process", args.target or "broker_ref"
+    parts = parts_for(args.scenario, backend, target, args.mode)
     scenario = parts.scenario
+    if scenario.needs_spec:
+        raise UsageError(f"scenario {scenario.name!r} runs an incident file: lab run --spec FILE")
     seed = parse_seed(args.seed) if args.seed is not None else int.from_bytes(os.urandom(4), "big")
     durability = None
     if args.durability is not None or args.coalescing is not None:
         base = scenario.durability
         coalescing = base.coalescing_sync if args.coalescing is None else args.coalescing
         durability = Durability.parse(args.durability or base.triplet, coalescing)
-    spec = scenario.spec(seed, backend=args.backend, target=parts.target, durability=durability)
+    spec = scenario.spec(seed, backend=backend, target=parts.target, durability=durability)
+    return _execute(spec, parts, args.runs_dir)
+
+
+def _run_incident(args: argparse.Namespace) -> int:
+    from lab.compose import parts_for
+    from lab.ground.errors import UsageError
+    from lab.run.incident import load_incident
+
+    given = [
+        f"--{name}"
+        for name in ("seed", "backend", "target", "mode", "durability", "coalescing")
+        if getattr(args, name) is not None
+    ]
+    if args.scenario is not None or given:
+        extra = args.scenario or given[0]
+        raise UsageError(f"{extra}: an incident file gives its own settings (only --runs-dir)")
+    spec = load_incident(args.spec)
+    parts = parts_for(spec.scenario, spec.backend, spec.target, spec.group.mode)
     return _execute(spec, parts, args.runs_dir)
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
     from lab.compose import parts_for
+    from lab.ground.errors import InputError, UsageError
     from lab.ground.spec import RunSpec
+    from lab.judge.result import ReplayOf
     from lab.run.folder import RunFolder
+    from lab.run.incident import validate_spec
 
     source = RunFolder.open_existing(args.run_dir)
     spec = RunSpec.from_json(source.read_spec(), source.spec)
+    try:
+        validate_spec(spec)  # a spec.json edited by hand is checked as an incident is
+    except UsageError as exc:
+        raise InputError(f"{source.spec}: {exc}") from None
+    if args.times < 1:
+        raise UsageError(f"--times {args.times}: replay at least once")
     parts = parts_for(spec.scenario, spec.backend, spec.target, spec.group.mode)
     runs_dir = args.runs_dir or source.path.parent.parent
-    return _execute(spec, parts, runs_dir)
+    return _replay(spec, parts, runs_dir, ReplayOf.read(source.path), args.times)
+
+
+def _replay(spec: RunSpec, parts: RunParts, runs_dir: Path, original: ReplayOf, times: int) -> int:
+    """Exit 0: a held run held every time; 1: a violation came back (or a held run broke);
+    4: the original violation never came back (did not reproduce)."""
+    from lab.run.progress import progress_for
+    from lab.run.runner import run_scenario
+
+    kinds = ", ".join(original.violations) or "none"
+    print(
+        f"lab: replaying {original.folder} ({original.verdict}: {kinds}) {times} time(s)",
+        file=sys.stderr,
+    )
+    again = 0
+    for number in range(1, times + 1):
+        outcome = run_scenario(
+            spec, parts, runs_dir, progress=progress_for(sys.stderr), replay_of=original
+        )
+        verdict = outcome.verdict
+        came_back = original.reproduced(verdict.outcome, verdict.violations)
+        again += came_back
+        print(outcome.folder.path)
+        said = "reproduced" if came_back else "did not reproduce"
+        print(f"{number}/{times}: {outcome.summary} — {said}")
+    if original.verdict == "held":
+        print(f"replay: held {again}/{times}")
+        return 0 if again == times else 1
+    if again == 0:
+        print(f"replay: did not reproduce (0/{times}): the original's {kinds} never came back")
+        return 4
+    print(f"replay: reproduced {again}/{times} ({kinds})")
+    return 1
 
 
 def _execute(spec: RunSpec, parts: RunParts, runs_dir: Path) -> int:

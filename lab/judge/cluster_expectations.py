@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import ClassVar
 
 from lab.judge.facts import Observation, RunFacts
 
@@ -64,6 +65,8 @@ def _when(node: str | None, after: str | None, within_s: float | None) -> str:
 class StatusReached:
     """`node` (None: any node) took `status`, after `after`, within `within_s` of it."""
 
+    violation: ClassVar[str] = "status-not-reached"
+
     node: str | None
     status: str
     after: str | None = None
@@ -90,6 +93,8 @@ class StatusReached:
 class StatusNever:
     """`node` never took `status` (between `after` and `before`, when given)."""
 
+    violation: ClassVar[str] = "status-reached"
+
     node: str
     status: str
     after: str | None = None
@@ -115,6 +120,8 @@ class StatusNever:
 
 @dataclass(frozen=True)
 class EventSeen:
+    violation: ClassVar[str] = "event-missing"
+
     kind: str
     node: str | None = None
     after: str | None = None
@@ -129,6 +136,8 @@ class EventSeen:
 
 @dataclass(frozen=True)
 class EventNever:
+    violation: ClassVar[str] = "event-seen"
+
     kind: str
     node: str | None = None
 
@@ -144,6 +153,8 @@ class EventNever:
 class LostOnlyFrom:
     """Every lost message was sent by one of `processes` (e.g. the producer of an
     unreplicated queue); the checker names the first lost ids (up to its limit)."""
+
+    violation: ClassVar[str] = "lost"
 
     processes: tuple[str, ...]
 
@@ -161,6 +172,8 @@ class LostOnlyFrom:
 
 @dataclass(frozen=True)
 class MetricAtLeast:
+    violation: ClassVar[str] = "metric-below"
+
     name: str
     value: float
 
@@ -175,6 +188,8 @@ class MetricAtLeast:
 class ClientsNoticed:
     """The clients lost their connection to the node fault `fault` took out within
     `within_s` of its start (a hung node: their AMQP heartbeat noticed it)."""
+
+    violation: ClassVar[str] = "clients-did-not-notice"
 
     fault: str
     within_s: float

@@ -14,7 +14,7 @@ longer than the metrics' threshold, 1 s) during the load.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 from lab.judge.facts import RunFacts
 from lab.judge.metrics import Window
@@ -52,6 +52,8 @@ def _shown(windows: tuple[Window, ...]) -> str:
 
 @dataclass(frozen=True)
 class LogSeen:
+    violation: ClassVar[str] = "log-missing"
+
     code: str
     node: str | None = None
     after: str | None = None
@@ -81,6 +83,8 @@ class LogSeen:
 
 @dataclass(frozen=True)
 class RoleAtEnd:
+    violation: ClassVar[str] = "role-at-end"
+
     node: str
     role: str
 
@@ -97,6 +101,8 @@ class ServiceStopped:
     """No acknowledged send from `start` (+ slack: commits already in flight) to `end`
     (- end slack: the lab records a heal once its command returns, and `docker unpause`
     returns a little after the node runs again)."""
+
+    violation: ClassVar[str] = "served-while-stopped"
 
     start: str
     end: str
@@ -120,6 +126,8 @@ class ServiceStopped:
 
 @dataclass(frozen=True)
 class ServiceContinued:
+    violation: ClassVar[str] = "unavailable>bound"
+
     start: str
     end: str
     max_gap_s: float = 2.0
@@ -142,6 +150,8 @@ class ServiceContinued:
 
 @dataclass(frozen=True)
 class ServiceResumed:
+    violation: ClassVar[str] = "unavailable>bound"
+
     after: str
     within_s: float
 

@@ -5,6 +5,10 @@
 Outcomes: `held` (every part of the prediction shown), `broken` (some part not, each
 reason named), `unknown` (the prediction could not be tested: nothing acknowledged,
 the queue not drained, or only expectations the target's logs cannot show).
+
+Each reason has a violation kind (`lost`, `two-masters`, `unavailable>bound` …), the
+words campaigns, the failure database and replays compare runs by: two runs show the
+same violation when they share a kind, whatever the counts.
 """
 
 from __future__ import annotations
@@ -19,19 +23,43 @@ from lab.judge.expectations import UNCHECKABLE, Expectation
 from lab.judge.facts import RunFacts, UnknownReference
 from lab.judge.metrics import RunMetrics
 
-__all__ = ["Outcome", "Prediction", "Verdict"]
+__all__ = ["Outcome", "Prediction", "Verdict", "violation_kind"]
 
 Outcome = Literal["held", "broken", "unknown"]
+
+# The kinds of an unknown verdict: why the prediction could not be tested.
+NOTHING_ACKNOWLEDGED = "nothing-acknowledged"
+NOT_DRAINED = "not-drained"
+UNCHECKABLE_KIND = "uncheckable"
 
 
 @dataclass(frozen=True)
 class Verdict:
+    """`violations` holds the kind of each reason, sorted and without repeats."""
+
     outcome: Outcome
     reasons: tuple[str, ...]
+    violations: tuple[str, ...] = ()
 
     @property
     def held(self) -> bool:
         return self.outcome == "held"
+
+    @staticmethod
+    def of(outcome: Outcome, found: Iterable[tuple[str, str]]) -> Verdict:
+        """A verdict from (kind, reason) pairs."""
+        pairs = list(found)
+        return Verdict(outcome, tuple(r for _, r in pairs), tuple(sorted({k for k, _ in pairs})))
+
+
+def violation_kind(expectation: Expectation) -> str:
+    """An expectation's `violation` (e.g. `unavailable>bound`), else its class name in
+    lower case with dashes (`StatusReached` → `status-reached`)."""
+    named = getattr(type(expectation), "violation", None)
+    if isinstance(named, str):
+        return named
+    name = type(expectation).__name__
+    return "".join(f"-{c.lower()}" if c.isupper() and i else c.lower() for i, c in enumerate(name))
 
 
 @dataclass(frozen=True)
@@ -66,46 +94,73 @@ class Prediction:
         is added to every bound on the service's return, its restart allowance to those
         counted from a node's restart. When the only reasons are expectations the
         target's logs cannot show, the verdict is `unknown`."""
-        reasons: list[str] = []
+        found: list[tuple[str, str]] = []
         if check.acknowledged == 0:
-            return Verdict(
-                "unknown", ("no message was acknowledged: the prediction was not tested",)
+            return Verdict.of(
+                "unknown",
+                [
+                    (
+                        NOTHING_ACKNOWLEDGED,
+                        "no message was acknowledged: the prediction was not tested",
+                    )
+                ],
             )
         if check.unexpected.count:
-            reasons.append(f"{check.unexpected.count} message(s) received that were never sent")
+            found.append(
+                ("unexpected", f"{check.unexpected.count} message(s) received that were never sent")
+            )
         if check.resurrected.count:
-            reasons.append(f"{check.resurrected.count} refused message(s) were delivered")
+            found.append(
+                ("resurrected", f"{check.resurrected.count} refused message(s) were delivered")
+            )
         if self.refusals_expected and check.failed == 0:
-            reasons.append("no publish was refused, though the documents predict refusals")
+            found.append(
+                ("no-refusal", "no publish was refused, though the documents predict refusals")
+            )
         if not self.duplicates_allowed and check.duplicated.count:
-            reasons.append(f"{check.duplicated.count} message(s) delivered more than once")
+            found.append(
+                ("duplicated", f"{check.duplicated.count} message(s) delivered more than once")
+            )
         if self.loss == "none":
-            if check.lost.count and check.valid == "unknown" and not reasons:
-                return Verdict(
+            if check.lost.count and check.valid == "unknown" and not found:
+                return Verdict.of(
                     "unknown",
-                    (
-                        f"{check.lost.count} acknowledged message(s) not received, "
-                        "but the consumers could not drain the queue",
-                    ),
+                    [
+                        (
+                            NOT_DRAINED,
+                            f"{check.lost.count} acknowledged message(s) not received, "
+                            "but the consumers could not drain the queue",
+                        )
+                    ],
                 )
             if check.lost.count:
-                reasons.append(f"{check.lost.count} acknowledged message(s) lost")
+                found.append(("lost", f"{check.lost.count} acknowledged message(s) lost"))
         elif self.loss == "allowed":
             pass  # reported in the check result, neither a violation nor required
         elif check.lost.count == 0:
-            reasons.append("the documents predict acknowledged loss here, and none was seen")
-        elif check.valid == "unknown" and not reasons:
-            return Verdict(
+            found.append(
+                ("no-loss", "the documents predict acknowledged loss here, and none was seen")
+            )
+        elif check.valid == "unknown" and not found:
+            return Verdict.of(
                 "unknown",
-                (
-                    f"{check.lost.count} acknowledged message(s) not received, but the "
-                    "consumers could not drain the queue, so the loss is not established",
-                ),
+                [
+                    (
+                        NOT_DRAINED,
+                        f"{check.lost.count} acknowledged message(s) not received, but the "
+                        "consumers could not drain the queue, so the loss is not established",
+                    )
+                ],
             )
         if self.two_masters == "forbidden" and metrics.two_masters_seen:
-            reasons.append("two nodes were MASTER at the same time")
+            found.append(("two-masters", "two nodes were MASTER at the same time"))
         elif self.two_masters == "expected" and not metrics.two_masters_seen:
-            reasons.append("the documents predict two masters at once here, and none were seen")
+            found.append(
+                (
+                    "no-two-masters",
+                    "the documents predict two masters at once here, and none were seen",
+                )
+            )
         facts = RunFacts.gather(events, metrics, target, check)
         for expectation in self.expect:
             try:
@@ -113,7 +168,7 @@ class Prediction:
             except UnknownReference as exc:
                 reason = f"{expectation}: {exc}"
             if reason is not None:
-                reasons.append(reason)
-        if reasons and all(r.startswith(UNCHECKABLE) for r in reasons):
-            return Verdict("unknown", tuple(reasons))
-        return Verdict("broken", tuple(reasons)) if reasons else Verdict("held", ())
+                found.append((violation_kind(expectation), reason))
+        if found and all(r.startswith(UNCHECKABLE) for _, r in found):
+            return Verdict.of("unknown", [(UNCHECKABLE_KIND, r) for _, r in found])
+        return Verdict.of("broken", found) if found else Verdict("held", ())

@@ -4,13 +4,17 @@
     RunResult.judged(spec, judgement, reproduce).write(path)    a run that ended
     RunResult.failed(spec, error, reproduce).write(path)        a run that did not
 
-result.json holds: `v`, scenario, seed, target, backend, verdict (held / broken / unknown),
-reasons, the prediction's text, the checker's result (formats.md section 4), the metrics,
-the command that reproduces the run, and `error` when the run did not finish.
+result.json holds: `v`, scenario, seed, target, backend, mode, verdict (held / broken /
+unknown), reasons and the kind of each violation (`violations`: `lost`, `two-masters` …;
+`error` for a run that did not finish), the prediction's text, the checker's result
+(formats.md section 4), the metrics, the command that reproduces the run, `error` when
+the run did not finish, and `replay` when the run repeats another (`of`, the original
+verdict and violation kinds, `reproduced`, and `outcome`: reproduced / did not reproduce).
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,7 +26,7 @@ from lab.judge.checker import CheckResult, check_path
 from lab.judge.metrics import RunMetrics, read_events, read_operations, run_metrics
 from lab.judge.prediction import Outcome, Prediction, Verdict
 
-__all__ = ["RESULT_VERSION", "Judgement", "RunResult", "judge_run"]
+__all__ = ["RESULT_VERSION", "Judgement", "ReplayOf", "RunResult", "judge_run"]
 
 RESULT_VERSION = 1
 
@@ -48,6 +52,44 @@ def judge_run(
 
 
 @dataclass(frozen=True)
+class ReplayOf:
+    """The run a replay repeats: its folder, verdict and violation kinds. A replay
+    reproduces a broken (or unknown) run when it shows one of the same kinds of violation,
+    whatever the counts; it reproduces a held run when it holds too."""
+
+    folder: str
+    verdict: Outcome
+    violations: tuple[str, ...]
+
+    def reproduced(self, verdict: Outcome, violations: tuple[str, ...]) -> bool:
+        if self.verdict == "held":
+            return verdict == "held"
+        return bool(set(self.violations) & set(violations))
+
+    def to_json(self, verdict: Outcome, violations: tuple[str, ...]) -> dict[str, Any]:
+        again = self.reproduced(verdict, violations)
+        return {
+            "of": self.folder,
+            "original": {"verdict": self.verdict, "violations": list(self.violations)},
+            "reproduced": again,
+            "outcome": "reproduced" if again else "did not reproduce",
+        }
+
+    @staticmethod
+    def read(folder: Path) -> ReplayOf:
+        """The replayed run's outcome from its result.json (an unfinished run: unknown)."""
+        try:
+            raw = json.loads((folder / "result.json").read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            return ReplayOf(str(folder), "unknown", ("error",))
+        verdict = raw.get("verdict", "unknown")
+        kinds = tuple(str(k) for k in raw.get("violations", ()))
+        if verdict != "held" and not kinds:  # a result.json written before violation kinds
+            kinds = ("error",) if raw.get("error") else ("unknown",)
+        return ReplayOf(str(folder), verdict if verdict in ("held", "broken") else "unknown", kinds)
+
+
+@dataclass(frozen=True)
 class RunResult:
     """Everything result.json says; `error` is set when the run did not finish."""
 
@@ -58,13 +100,18 @@ class RunResult:
     verdict: Outcome
     reasons: tuple[str, ...]
     reproduce: str
+    mode: str = "replicated-group"
+    violations: tuple[str, ...] = ()
     prediction: str | None = None
     check: CheckResult | None = None
     metrics: RunMetrics | None = None
     error: str | None = None
+    replay: ReplayOf | None = None
 
     @staticmethod
-    def judged(spec: RunSpec, judgement: Judgement, reproduce: str) -> RunResult:
+    def judged(
+        spec: RunSpec, judgement: Judgement, reproduce: str, replay: ReplayOf | None = None
+    ) -> RunResult:
         return RunResult(
             scenario=spec.scenario,
             seed=spec.seed,
@@ -73,13 +120,18 @@ class RunResult:
             verdict=judgement.verdict.outcome,
             reasons=judgement.verdict.reasons,
             reproduce=reproduce,
+            mode=spec.group.mode,
+            violations=judgement.verdict.violations,
             prediction=judgement.prediction.text,
             check=judgement.check,
             metrics=judgement.metrics,
+            replay=replay,
         )
 
     @staticmethod
-    def failed(spec: RunSpec, error: BaseException, reproduce: str) -> RunResult:
+    def failed(
+        spec: RunSpec, error: BaseException, reproduce: str, replay: ReplayOf | None = None
+    ) -> RunResult:
         """A run that ended with an error before it could be judged: verdict unknown."""
         return RunResult(
             scenario=spec.scenario,
@@ -89,7 +141,10 @@ class RunResult:
             verdict="unknown",
             reasons=(),
             reproduce=reproduce,
+            mode=spec.group.mode,
+            violations=("error",),
             error=f"{type(error).__name__}: {error}",
+            replay=replay,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -99,8 +154,10 @@ class RunResult:
             "seed": self.seed,
             "target": self.target,
             "backend": self.backend,
+            "mode": self.mode,
             "verdict": self.verdict,
             "reasons": list(self.reasons),
+            "violations": list(self.violations),
         }
         if self.prediction is not None:
             out["prediction"] = self.prediction
@@ -110,6 +167,8 @@ class RunResult:
             out["metrics"] = self.metrics.to_json()
         if self.error is not None:
             out["error"] = self.error
+        if self.replay is not None:
+            out["replay"] = self.replay.to_json(self.verdict, self.violations)
         out["reproduce"] = self.reproduce
         return out
 

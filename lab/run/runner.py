@@ -30,9 +30,10 @@ from lab.ground.spec import RunSpec, git_revision
 from lab.judge.checker import CheckResult
 from lab.judge.metrics import RunMetrics
 from lab.judge.prediction import Verdict
-from lab.judge.result import Judgement, RunResult, judge_run
+from lab.judge.result import Judgement, ReplayOf, RunResult, judge_run
 from lab.run.cluster import Cluster, RunParts
 from lab.run.folder import EventLog, HistoryRecorder, JsonlWriter, RunClock, RunFolder
+from lab.run.incident import validate_spec
 from lab.run.progress import NoProgress, Progress
 from lab.run.reproduce import reproduce_command
 from lab.run.workers import VIRTUAL_NODE, WorkerProcess, worker_plans
@@ -257,10 +258,13 @@ def run_scenario(
     runs_dir: Path,
     *,
     progress: Progress | None = None,
+    replay_of: ReplayOf | None = None,
 ) -> RunOutcome:
-    """Run `spec` into a new run folder under `runs_dir`, judge it, write result.json."""
+    """Run `spec` into a new run folder under `runs_dir`, judge it, write result.json
+    (`replay_of`: the run this one repeats, so result.json says whether it reproduced it)."""
     shown = progress or NoProgress()
     spec = replace(spec, git_revision=git_revision(LAB_ROOT))
+    validate_spec(spec)
     # A group the target cannot form, or a fault the cluster cannot apply, is refused before
     # anything starts or is written: this cluster is made only to be asked what it can do.
     probe = parts.cluster(spec, runs_dir / spec.scenario, NoEvents())
@@ -273,11 +277,11 @@ def run_scenario(
         try:
             run.execute()
         except BaseException as exc:
-            RunResult.failed(spec, exc, reproduce).write(folder.result)
+            RunResult.failed(spec, exc, reproduce, replay_of).write(folder.result)
             exc.add_note(f"run folder: {folder.path}")
             exc.add_note(f"reproduce: {reproduce}")
             raise
     prediction = parts.scenario.prediction_for(spec)
     judgement = judge_run(folder.history, folder.events, prediction, parts.target)
-    RunResult.judged(spec, judgement, reproduce).write(folder.result)
+    RunResult.judged(spec, judgement, reproduce, replay_of).write(folder.result)
     return RunOutcome(folder, spec, judgement, reproduce)

@@ -1,0 +1,137 @@
+"""A schedule checked as a whole before anything starts: every fault known, every target one
+the cluster has, every heal after its fault, times inside the load, no two faults on one
+link at once. A hand-written incident, an edited spec.json and a shrunk schedule all pass
+through here; the first problem is a one-line UsageError naming the fault and the field.
+
+    check_schedule(ops, nodes, duration_s, managed=False)
+
+What the cluster can apply (a partition of Broker-J nodes on local processes …) is the
+preflight's business, once the cluster is known (faults.preflight).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from itertools import pairwise
+
+from faults.catalog import fault_for
+from faults.selectors import split_sides
+from lab.ground.errors import UsageError
+from lab.ground.faultops import FaultOp
+
+__all__ = ["check_schedule"]
+
+# What each fault kind's target names; kinds not listed take a node.
+_LINK_FAULTS = frozenset({"cut", "latency", "bandwidth", "timeout", "reset_peer"})
+_GROUP_FAULTS = frozenset({"partition", "one_way_partition"})
+_MANAGER_FAULTS = frozenset({"kill", "pause"})  # the cluster manager is a fault target too
+_CLUSTER_FAULTS = frozenset({"restart_cluster"})
+MANAGER = "manager"
+_ROLE = re.compile(r"^@(master|replica)(?::[1-9]\d*)?$")
+
+
+def _describe(op: FaultOp) -> str:
+    return f"fault {op.id} ({op.fault} {op.target} at {op.at_s:g} s)"
+
+
+def _node_name(name: str, nodes: Sequence[str]) -> str | None:
+    """Why `name` names no node of the cluster (None when it does, or is a role)."""
+    if _ROLE.match(name) or name in nodes:
+        return None
+    if name.startswith("@"):
+        return f"bad role {name!r}: use @master, @replica or @replica:N"
+    return f"unknown node {name!r} (nodes: {', '.join(nodes)})"
+
+
+def _link_name(name: str, nodes: Sequence[str]) -> str | None:
+    if name.startswith("client_to_"):
+        return _node_name(name.removeprefix("client_to_"), nodes)
+    source, sep, dest = name.partition("_to_")
+    if not sep:
+        return f"{name!r} is not a link: use client_to_<node> or <node>_to_<node>"
+    return _node_name(source, nodes) or _node_name(dest, nodes)
+
+
+def _target_problem(op: FaultOp, nodes: Sequence[str], managed: bool) -> str | None:
+    if op.fault in _LINK_FAULTS:
+        return _link_name(op.target, nodes)
+    if op.fault in _GROUP_FAULTS:
+        sides = op.params.get("sides")
+        if not isinstance(sides, str):
+            return "params.sides is missing: write the two sides as 'n1|n2,n3'"
+        try:
+            a, b = split_sides(sides)
+        except UsageError as exc:
+            return str(exc)
+        for name in (*a, *b):
+            problem = _node_name(name, nodes)
+            if problem is not None:
+                return f"params.sides: {problem}"
+        return None
+    if op.fault in _CLUSTER_FAULTS:
+        return None if managed else "restart_cluster needs an active-passive cluster"
+    if op.target == MANAGER:
+        if op.fault in _MANAGER_FAULTS and managed:
+            return None
+        return "only kill and pause act on the cluster manager, in active-passive mode"
+    return _node_name(op.target, nodes)
+
+
+def check_schedule(
+    ops: Iterable[FaultOp], nodes: Sequence[str], duration_s: float, *, managed: bool = False
+) -> None:
+    """Raise UsageError for the first problem of the schedule `ops` on a cluster of `nodes`
+    whose load lasts `duration_s` (`managed`: an active-passive cluster with a manager)."""
+    started: dict[str, FaultOp] = {}
+    stopped: dict[str, FaultOp] = {}
+    for op in sorted(ops, key=lambda o: (o.at_s, o.action == "start")):
+        where = _describe(op)
+        try:
+            fault_for(op.fault)
+        except UsageError as exc:
+            raise UsageError(f"{where}: {exc}") from None
+        if op.at_s < 0:
+            raise UsageError(f"{where}: at_s cannot be negative")
+        if op.at_s > duration_s:
+            raise UsageError(f"{where}: at_s is after the load ends (duration_s {duration_s:g})")
+        if op.action == "start":
+            if op.id in started:
+                raise UsageError(f"{where}: a second start of fault {op.id}")
+            problem = _target_problem(op, nodes, managed)
+            if problem is not None:
+                raise UsageError(f"{where}: target: {problem}")
+            started[op.id] = op
+        else:
+            start = started.get(op.id)
+            if start is None:
+                raise UsageError(f"{where}: a heal before its fault (no start of {op.id} before)")
+            if op.id in stopped:
+                raise UsageError(f"{where}: a second heal of fault {op.id}")
+            if (op.fault, op.target) != (start.fault, start.target):
+                raise UsageError(
+                    f"{where}: heals {op.fault} {op.target}, but {op.id} started as "
+                    f"{start.fault} {start.target}"
+                )
+            stopped[op.id] = op
+    _check_links_one_at_a_time(started, stopped, duration_s)
+
+
+def _check_links_one_at_a_time(
+    started: dict[str, FaultOp], stopped: dict[str, FaultOp], duration_s: float
+) -> None:
+    """Two faults on one link at once would heal each other: refused."""
+    windows: dict[str, list[tuple[float, float, str]]] = {}
+    for fault_id, op in started.items():
+        if op.fault not in _LINK_FAULTS:
+            continue
+        end = stopped[fault_id].at_s if fault_id in stopped else duration_s
+        windows.setdefault(op.target, []).append((op.at_s, end, fault_id))
+    for link, spans in windows.items():
+        spans.sort()
+        for (_, end, first), (start, _, second) in pairwise(spans):
+            if start < end:
+                raise UsageError(
+                    f"fault {second} ({started[second].fault} {link} at {start:g} s): "
+                    f"overlaps fault {first} on the same link (until {end:g} s)"
+                )

@@ -1,0 +1,215 @@
+"""A hand-written incident: a spec file in TOML or JSON, run with `lab run --spec FILE`.
+
+    scenario = "incident"       # whose prediction judges the run (default: `incident`)
+    seed = 7                    # default 0
+    target = "broker_ref"       # backend = "process", mode = "replicated-group"
+    [topology]    nodes = 3
+    [durability]  triplet = "NO_SYNC,NO_SYNC,SIMPLE_MAJORITY"   coalescing_sync = true
+    [workload]    producers = 2  consumers = 1  rate = 100.0  duration_s = 20.0
+    [group]       (GroupSettings' fields; group.active_passive for that mode)
+    [[fault]]     id = "f1"  fault = "kill"  target = "@master"  start_s = 5.0  end_s = 8.0
+                  params = { … }    (no end_s: never healed, as transfer_master)
+
+Faults may instead be given as `[[schedule]]` operations, as spec.json holds them
+(`at_s`, `action` start|stop, …), so a spec.json a user edited is an incident too. Every
+section and field is checked by name before anything starts; the first problem is a
+one-line InputError naming the file and the field.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from faults.schedule_check import check_schedule
+from lab.ground.cluster_settings import ActivePassiveSettings
+from lab.ground.errors import InputError, UsageError
+from lab.ground.faultops import FaultOp, canonical
+from lab.ground.spec import Durability, GroupSettings, RunSpec, Topology, Workload, parse_seed
+
+__all__ = ["INCIDENT", "load_incident", "validate_spec"]
+
+INCIDENT = "incident"  # the scenario of a hand-written incident: no acknowledged loss
+_TOP = frozenset(
+    {
+        "v",
+        "scenario",
+        "seed",
+        "target",
+        "backend",
+        "mode",
+        "topology",
+        "durability",
+        "workload",
+        "group",
+        "fault",
+        "schedule",
+        "lab_version",
+        "git_revision",
+    }
+)
+_WINDOW = frozenset({"id", "fault", "target", "start_s", "end_s", "params"})
+_OP = frozenset({"id", "at_s", "action", "fault", "target", "params"})
+
+
+def _names(cls: Any) -> frozenset[str]:
+    return frozenset(f.name for f in dataclasses.fields(cls))
+
+
+def _table(raw: Mapping[str, Any], key: str, known: frozenset[str]) -> dict[str, Any]:
+    section = raw.get(key, {})
+    if not isinstance(section, Mapping):
+        raise UsageError(f"{key}: must be a table of settings")
+    unknown = sorted(set(section) - known)
+    if unknown:
+        raise UsageError(f"{key}.{unknown[0]}: unknown setting (known: {', '.join(sorted(known))})")
+    return dict(section)
+
+
+def _durability(raw: Mapping[str, Any]) -> Durability:
+    fields = _table(raw, "durability", _names(Durability) | {"triplet"})
+    triplet = fields.pop("triplet", None)
+    if triplet is not None:
+        if set(fields) - {"coalescing_sync"}:
+            raise UsageError("durability: give the triplet or the three policies, not both")
+        return Durability.parse(str(triplet), bool(fields.get("coalescing_sync", True)))
+    return Durability(**fields)
+
+
+def _group(raw: Mapping[str, Any]) -> GroupSettings:
+    fields = _table(raw, "group", _names(GroupSettings))
+    if "mode" in raw:
+        if "mode" in fields and fields["mode"] != raw["mode"]:
+            raise UsageError("mode: differs from group.mode")
+        fields["mode"] = raw["mode"]
+    settings = fields.get("active_passive") or {}
+    if not isinstance(settings, Mapping):
+        raise UsageError("group.active_passive: must be a table of settings")
+    unknown = sorted(set(settings) - _names(ActivePassiveSettings))
+    if unknown:
+        raise UsageError(f"group.active_passive.{unknown[0]}: unknown setting")
+    return GroupSettings.from_json(fields)
+
+
+def _windows(entries: Any) -> list[FaultOp]:
+    if not isinstance(entries, list):
+        raise UsageError("fault: must be a list of [[fault]] tables")
+    ops: list[FaultOp] = []
+    for number, entry in enumerate(entries, start=1):
+        where = f"fault[{number}]"
+        if not isinstance(entry, Mapping):
+            raise UsageError(f"{where}: must be a table")
+        unknown = sorted(set(entry) - _WINDOW)
+        if unknown:
+            raise UsageError(
+                f"{where}.{unknown[0]}: unknown field (known: {', '.join(sorted(_WINDOW))})"
+            )
+        for needed in ("fault", "target", "start_s"):
+            if needed not in entry:
+                raise UsageError(f"{where}.{needed}: missing")
+        fault_id = str(entry.get("id", f"f{number}"))
+        params = entry.get("params", {})
+        if not isinstance(params, Mapping):
+            raise UsageError(f"{where}.params: must be a table")
+        common = {"fault": str(entry["fault"]), "target": str(entry["target"]), "id": fault_id}
+        start = _seconds(entry["start_s"], f"{where}.start_s")
+        ops.append(FaultOp(at_s=start, action="start", params=dict(params), **common))
+        if "end_s" in entry:
+            end = _seconds(entry["end_s"], f"{where}.end_s")
+            if end < start:
+                raise UsageError(
+                    f"{where}.end_s: the heal ({end:g} s) is before the fault ({start:g} s)"
+                )
+            ops.append(FaultOp(at_s=end, action="stop", params=dict(params), **common))
+    return ops
+
+
+def _operations(entries: Any) -> list[FaultOp]:
+    if not isinstance(entries, list):
+        raise UsageError("schedule: must be a list of operations")
+    ops: list[FaultOp] = []
+    for number, entry in enumerate(entries, start=1):
+        where = f"schedule[{number}]"
+        if not isinstance(entry, Mapping):
+            raise UsageError(f"{where}: must be a table")
+        unknown = sorted(set(entry) - _OP)
+        if unknown:
+            raise UsageError(f"{where}.{unknown[0]}: unknown field")
+        missing = sorted(_OP - {"params"} - set(entry))
+        if missing:
+            raise UsageError(f"{where}.{missing[0]}: missing")
+        try:
+            ops.append(
+                FaultOp.from_json({**entry, "at_s": _seconds(entry["at_s"], f"{where}.at_s")})
+            )
+        except ValueError as exc:
+            raise UsageError(f"{where}: {exc}") from None
+    return ops
+
+
+def _seconds(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise UsageError(f"{where}: must be a number of seconds, not {value!r}")
+    return float(value)
+
+
+def _spec(raw: Mapping[str, Any]) -> RunSpec:
+    unknown = sorted(set(raw) - _TOP)
+    if unknown:
+        raise UsageError(f"{unknown[0]}: unknown setting (known: {', '.join(sorted(_TOP))})")
+    if "fault" in raw and "schedule" in raw:
+        raise UsageError(
+            "give the faults as [[fault]] windows or as [[schedule]] operations, not both"
+        )
+    ops = _windows(raw["fault"]) if "fault" in raw else _operations(raw.get("schedule", []))
+    workload = _table(raw, "workload", _names(Workload))
+    spec = RunSpec(
+        scenario=str(raw.get("scenario", INCIDENT)),
+        seed=parse_seed(str(raw.get("seed", 0))),
+        target=str(raw.get("target", "broker_ref")),
+        backend=str(raw.get("backend", "process")),
+        topology=Topology(**_table(raw, "topology", _names(Topology))),
+        durability=_durability(raw),
+        workload=Workload.from_json(workload),
+        group=_group(raw),
+    )
+    return dataclasses.replace(spec, schedule=canonical(tuple(ops)))
+
+
+def validate_spec(spec: RunSpec) -> None:
+    """The schedule against the spec's cluster and load (faults.schedule_check)."""
+    check_schedule(
+        spec.schedule,
+        spec.topology.node_names,
+        spec.workload.duration_s,
+        managed=spec.group.is_active_passive,
+    )
+
+
+def load_incident(path: Path) -> RunSpec:
+    """The run spec an incident file describes, checked; InputError names file and field."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the incident file: {exc.strerror}") from None
+    try:
+        raw: Any = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
+        kind = "TOML" if path.suffix == ".toml" else "JSON"
+        raise InputError(f"{path}: not valid {kind}: {exc}") from None
+    if not isinstance(raw, Mapping):
+        raise InputError(f"{path}: an incident is a table of settings")
+    try:
+        spec = _spec(raw)
+        validate_spec(spec)
+    except (UsageError, TypeError, ValueError) as exc:
+        raise InputError(f"{path}: {_one_line(exc)}") from None
+    return spec
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
