@@ -2,7 +2,7 @@
 no module too long to read, and the lint and type checks clean.
 
     ground ← faults ← judge ← scenarios ← run ← targets ← backends, manager ← compose
-           ← reporting, spark_reports ← bench ← cli, pytest plugin
+           ← reporting, campaign, spark_reports ← bench ← cli, pytest plugin
 
 `broker_ref` and `clients` run as processes of their own (a node, a worker) and import
 nothing of the lab; tests import whatever they test.
@@ -35,6 +35,7 @@ LAYERS: dict[str, int] = {
     "lab.manager": 6,
     "lab.compose": 7,
     "lab.reporting": 8,
+    "lab.campaign": 8,
     "spark_reports": 8,
     "lab.bench": 9,
     "lab.cli": 10,

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from lab.bench import checker, durability, failover, report, startup, throughput
+from lab.bench import (
+    campaign,
+    checker,
+    durability,
+    failover,
+    report,
+    shrink,
+    startup,
+    throughput,
+)
 from lab.bench._base import Benchmark
 from lab.ground.errors import UsageError
 
@@ -19,6 +28,8 @@ BENCHMARKS: Mapping[str, Benchmark] = {
         failover.BENCHMARK,
         durability.BENCHMARK,
         report.BENCHMARK,
+        campaign.BENCHMARK,
+        shrink.BENCHMARK,
     )
 }
 

@@ -12,6 +12,6 @@ __all__ = ["write_json"]
 
 def write_json(path: Path, obj: Any) -> None:
     """Write a JSON file whole or not at all (a temporary file, then a rename)."""
-    tmp = path.with_name(path.name + ".tmp")
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")  # writers never share one
     tmp.write_text(json.dumps(obj, indent=2) + "\n", encoding="utf-8")
     os.replace(tmp, path)

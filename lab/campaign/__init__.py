@@ -1,0 +1,1 @@
+"""Campaigns: many runs in a time budget, the failure database, shrinking."""

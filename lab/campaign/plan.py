@@ -1,0 +1,155 @@
+"""What a campaign is asked to do, parsed and checked at the entry point, and the runs it
+draws: cells (scenario × target × backend × mode) in turn, each with a fresh seed from the
+campaign's own seed, so the runs of a campaign — and of each of its shards — are decided
+before any starts.
+
+    request = CampaignRequest(budget_s=1800, scenarios=("random",), …)
+    cells, skipped = request.cells()          # what can run, and why the rest cannot
+    for draw in request.draws(cells): …       # Draw(number, cell, seed), this shard's only
+
+`--shard I/N` keeps the draws whose number is I modulo N (numbers from 1), so N machines
+given the same campaign seed run disjoint slices of one sequence.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from itertools import count
+
+from lab.compose import parts_for
+from lab.ground.cluster_settings import MODES
+from lab.ground.errors import UsageError
+from lab.ground.spec import BACKENDS, MAX_SEED, TARGETS
+from scenarios.catalog import RUNNABLE
+
+__all__ = ["CampaignRequest", "Cell", "Draw", "Shard", "nightly_seed", "parse_budget"]
+
+_BUDGET = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
+
+
+def parse_budget(text: str) -> float:
+    """`30m`, `90s`, `1h`, `1h30m` (or plain seconds) as seconds; at least 10 s."""
+    text = text.strip().lower()
+    if text.replace(".", "", 1).isdigit():
+        seconds = float(text)
+    else:
+        found = _BUDGET.match(text)
+        if found is None or not any(found.groups()):
+            raise UsageError(f"bad budget {text!r}: write it as 30m, 90s, 1h or 1h30m")
+        hours, minutes, secs = (int(g or 0) for g in found.groups())
+        seconds = float(hours * 3600 + minutes * 60 + secs)
+    if seconds < 10:
+        raise UsageError(f"budget {text!r} is too short: a run takes longer than that")
+    return seconds
+
+
+@dataclass(frozen=True)
+class Shard:
+    index: int  # 1 … count
+    count: int
+
+    @staticmethod
+    def parse(text: str) -> Shard:
+        try:
+            index, total = (int(part) for part in text.split("/"))
+        except ValueError:
+            raise UsageError(f"bad shard {text!r}: write it as I/N, e.g. 2/4") from None
+        if not 1 <= index <= total:
+            raise UsageError(f"bad shard {text!r}: I must be between 1 and N")
+        return Shard(index, total)
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+
+@dataclass(frozen=True)
+class Cell:
+    """What one run of a campaign runs: a scenario on a target and backend, in a mode."""
+
+    scenario: str
+    target: str
+    backend: str
+    mode: str
+
+    def __str__(self) -> str:
+        return f"{self.scenario} · {self.target} · {self.backend} · {self.mode}"
+
+
+@dataclass(frozen=True)
+class Draw:
+    number: int  # its place in the campaign's sequence, from 1
+    cell: Cell
+    seed: int
+
+
+def nightly_seed(today: dt.date | None = None) -> int:
+    """The default seed of a sharded campaign: the UTC date, so every shard of one night
+    agrees without being told (yyyymmdd)."""
+    day = today or dt.datetime.now(dt.UTC).date()
+    return int(day.strftime("%Y%m%d"))
+
+
+def _names(given: tuple[str, ...], known: tuple[str, ...] | list[str], what: str) -> None:
+    for name in given:
+        if name not in known:
+            raise UsageError(f"unknown {what} {name!r} (known: {', '.join(sorted(known))})")
+
+
+@dataclass(frozen=True)
+class CampaignRequest:
+    """Every choice of `lab campaign`, checked when made. `modes` empty: each scenario in
+    its own mode; `jobs` runs at once on this machine."""
+
+    budget_s: float
+    seed: int
+    scenarios: tuple[str, ...] = ("random",)
+    targets: tuple[str, ...] = ("broker_ref",)
+    backends: tuple[str, ...] = ("process",)
+    modes: tuple[str, ...] = ()
+    jobs: int = 1
+    shard: Shard = Shard(1, 1)
+
+    def __post_init__(self) -> None:
+        if not self.scenarios or not self.targets or not self.backends:
+            raise UsageError("a campaign needs at least one scenario, target and backend")
+        _names(self.scenarios, list(RUNNABLE), "scenario")
+        _names(self.targets, list(TARGETS), "target")
+        _names(self.backends, list(BACKENDS), "backend")
+        _names(self.modes, list(MODES), "mode")
+        if self.jobs < 1:
+            raise UsageError(f"--jobs {self.jobs}: at least one run at a time")
+        if not 0 <= self.seed <= MAX_SEED:
+            raise UsageError(f"bad campaign seed {self.seed}")
+
+    def cells(self) -> tuple[tuple[Cell, ...], tuple[str, ...]]:
+        """The cells that can run, in a fixed order, and a line for each that cannot."""
+        runnable: list[Cell] = []
+        skipped: list[str] = []
+        for scenario in self.scenarios:
+            own = RUNNABLE[scenario]
+            for mode in self.modes or (own.mode,):
+                for target in self.targets:
+                    for backend in self.backends:
+                        cell = Cell(scenario, target, backend, mode)
+                        try:
+                            parts_for(scenario, backend, target, mode)
+                        except UsageError as exc:
+                            skipped.append(f"{cell}: {exc}")
+                            continue
+                        runnable.append(cell)
+        if not runnable:
+            raise UsageError("nothing to run: " + "; ".join(skipped))
+        return tuple(runnable), tuple(skipped)
+
+    def draws(self, cells: tuple[Cell, ...]) -> Iterator[Draw]:
+        """This shard's draws, without end: cells in turn, a fresh seed each."""
+        rng = random.Random(self.seed)
+        for number in count(1):
+            cell = cells[(number - 1) % len(cells)]
+            seed = rng.randrange(MAX_SEED)
+            if (number - 1) % self.shard.count == self.shard.index - 1:
+                yield Draw(number, cell, seed)

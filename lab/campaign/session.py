@@ -1,0 +1,97 @@
+"""A campaign as a pytest session (`pytest scenarios --lab-campaign 30m -n auto`): the same
+tasks, records and failure database as `lab campaign`, scheduled by pytest-xdist instead
+of the campaign's own pool.
+
+    session = CampaignSession(request, out_dir, db, deadline)
+    session.tasks(cap, ids)   the open failures named first, then up to `cap` draws
+    session.run(task)         its records (a failure: replayed until it shows again, up to
+                              FIXED_AFTER times); pytest skips a task that cannot end in time
+    session.summary()         campaign.json from every record written so far
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, replace
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+from lab.campaign.campaign import estimate_s, open_failures
+from lab.campaign.failures import FIXED_AFTER, FailureDB
+from lab.campaign.plan import CampaignRequest, Cell
+from lab.campaign.summary import CampaignSummary, write_campaign
+from lab.campaign.tasks import RunRecord, Task, run_task
+
+__all__ = ["CampaignSession", "OutOfBudget"]
+
+
+class OutOfBudget(Exception):
+    """The task's run could not end inside the campaign's budget."""
+
+
+@dataclass(frozen=True)
+class CampaignSession:
+    request: CampaignRequest
+    out_dir: Path
+    db: FailureDB
+    deadline: float  # time.time() when the budget ends
+
+    def open_failure_ids(self) -> list[str]:
+        cells, _ = self.request.cells()
+        return [f.id for f in open_failures(self.db, self.request, cells)]
+
+    def tasks(self, cap: int, failure_ids: list[str]) -> list[Task]:
+        """The failures named (the controller's snapshot, so every xdist worker collects
+        the same tests), then `cap` draws."""
+        cells, _ = self.request.cells()
+        failures = [self.db.get(fid) for fid in failure_ids]
+        replays = [
+            Task(n, Cell(f.scenario, f.target, f.backend, f.mode), f.seed, f)
+            for n, f in enumerate(failures, start=1)
+        ]
+        draws = [
+            Task(len(replays) + d.number, d.cell, d.seed)
+            for d in islice(self.request.draws(cells), cap)
+        ]
+        return replays + draws
+
+    def _fits(self, cell: Cell) -> bool:
+        return time.time() + estimate_s(cell) <= self.deadline
+
+    def run(self, task: Task) -> list[RunRecord]:
+        if not self._fits(task.cell):
+            raise OutOfBudget(f"{task.cell}: the campaign's budget is spent")
+        if task.failure is None:
+            return [run_task(task, self.out_dir, self.db)]
+        records: list[RunRecord] = []
+        for attempt in range(FIXED_AFTER):
+            if attempt and not self._fits(task.cell):
+                break
+            number = task.number * 100 + attempt  # one record file per replay
+            record = run_task(
+                Task(number, task.cell, task.seed, task.failure), self.out_dir, self.db
+            )
+            records.append(record)
+            if record.reproduced:
+                break
+        return records
+
+    def summary(self) -> CampaignSummary:
+        """campaign.json made from the records every worker wrote."""
+        cells, skipped = self.request.cells()
+        summary = CampaignSummary.begin(self.request, cells, skipped)
+        paths = sorted((self.out_dir / "records").glob("*.json"), key=lambda p: int(p.stem))
+        for path in paths:
+            summary = summary.with_record(RunRecord.from_json(_read(path)))
+        summary = summary.finished(self.db)
+        began = self.deadline - self.request.budget_s
+        summary = replace(summary, elapsed_s=round(time.time() - began, 1))
+        write_campaign(self.out_dir, summary)
+        return summary
+
+
+def _read(path: Path) -> dict[str, Any]:
+    raw: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return raw

@@ -1,0 +1,42 @@
+"""A campaign as a pytest session: `pytest scenarios/test_campaign.py --lab-campaign 30m -n
+auto --alluredir allure-results` — one test per run (recorded failures first, then fresh
+seeds), each attached to Allure; campaign.json and the summary at the end. Without
+`--lab-campaign` the one test here is skipped, saying so.
+
+A fresh run passes when its prediction held. A replay of a recorded failure that still
+fails is an expected failure (xfail, with its violation kinds); one that no longer
+reproduces passes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from lab.campaign.session import CampaignSession, OutOfBudget
+from lab.campaign.tasks import Task
+
+
+def test_campaign_run(
+    campaign_task: Task, lab_campaign: CampaignSession, lab_report: Callable[[Path], None]
+) -> None:
+    try:
+        records = lab_campaign.run(campaign_task)
+    except OutOfBudget as exc:
+        pytest.skip(str(exc))
+    for record in records:
+        if record.folder is not None:
+            lab_report(lab_campaign.out_dir / record.folder)
+    last = records[-1]
+    kinds = ", ".join(last.violations)
+    if campaign_task.failure is not None:
+        if last.reproduced:
+            pytest.xfail(f"known failure {campaign_task.failure.id} still fails: {kinds}")
+        return
+    assert last.verdict == "held", (
+        f"{last.cell} seed={last.seed}: {last.verdict} ({kinds}); "
+        f"run folder {lab_campaign.out_dir / str(last.folder)}"
+        + (f"; {last.error}" if last.error else "")
+    )
