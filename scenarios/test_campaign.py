@@ -17,6 +17,7 @@ import pytest
 
 from lab.campaign.session import CampaignSession, OutOfBudget
 from lab.campaign.tasks import Task
+from lab.reporting.allure_categories import violations_text
 
 
 def test_campaign_run(
@@ -30,13 +31,13 @@ def test_campaign_run(
         if record.folder is not None:
             lab_report(lab_campaign.out_dir / record.folder)
     last = records[-1]
-    kinds = ", ".join(last.violations)
+    said = violations_text(last.violations)  # Allure's categories match on it
     if campaign_task.failure is not None:
         if last.reproduced:
-            pytest.xfail(f"known failure {campaign_task.failure.id} still fails: {kinds}")
+            pytest.xfail(f"known failure {campaign_task.failure.id} still fails ({said})")
         return
     assert last.verdict == "held", (
-        f"{last.cell} seed={last.seed}: {last.verdict} ({kinds}); "
+        f"{last.cell} seed={last.seed}: {last.verdict} ({said}); "
         f"run folder {lab_campaign.out_dir / str(last.folder)}"
         + (f"; {last.error}" if last.error else "")
     )

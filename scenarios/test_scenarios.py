@@ -16,10 +16,15 @@ from scenarios.catalog import RUNNABLE
 
 
 def _assert_held(outcome: RunOutcome) -> None:
-    assert outcome.check.acknowledged > 0, "the workload acknowledged nothing"
+    """A failure names its violation kinds on a line `violations: lost, two-masters`: the
+    Allure report's categories (lab.reporting.allure_categories) sort failures by them."""
+    assert outcome.check.acknowledged > 0, (
+        "the workload acknowledged nothing\nviolations: nothing-acknowledged"
+    )
     assert outcome.folder.result.is_file()
     assert outcome.verdict.held, (
-        f"{outcome.summary}\nrun folder: {outcome.folder.path}\nreproduce: {outcome.reproduce}"
+        f"{outcome.summary}\nviolations: {', '.join(outcome.verdict.violations)}"
+        f"\nrun folder: {outcome.folder.path}\nreproduce: {outcome.reproduce}"
     )
 
 

@@ -43,6 +43,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Comman
         default=DEFAULT_STATE_DIR / "tools",
         help="where the Allure command line is installed on first use (default: .lab/tools)",
     )
+    allure.add_argument(
+        "--history-from",
+        type=Path,
+        metavar="PREVIOUS_REPORT_DIR",
+        help="copy that report's history/ into the results first, so the Trend carries on",
+    )
+    allure.add_argument("--executor-name", help="who ran the tests (executor.json; e.g. a CI)")
+    allure.add_argument("--executor-url", help="the executor's page")
+    allure.add_argument("--build-order", type=int, help="this build's number (orders the Trend)")
+    allure.add_argument("--report-url", help="where this report will be published")
     return {"report": _cmd_report, "bench": _cmd_bench, "allure": _cmd_allure}
 
 
@@ -93,13 +103,27 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
 
 def _cmd_allure(args: argparse.Namespace) -> int:
+    """Executor fields not given as flags come from GitHub Actions' GITHUB_* variables when
+    the command runs there."""
+    import os
+
+    from lab.reporting.allure_ci import executor_of
     from lab.reporting.allure_cli import generate_report
 
+    executor = executor_of(
+        name=args.executor_name,
+        url=args.executor_url,
+        build_order=args.build_order,
+        report_url=args.report_url,
+        env=os.environ,
+    )
     index = generate_report(
         args.results_dir,
         args.out,
         tools_dir=args.tools_dir,
         say=say,
+        history_from=args.history_from,
+        executor=executor,
     )
     print(index.parent)
     return 0

@@ -8,6 +8,10 @@ needs only Java) is installed on first use into a folder the lab owns,
 with `npm install --prefix`, into a staging folder renamed into place, under a lock,
 so two lab commands never install it twice and an interrupted install leaves nothing
 half-done. Later calls only check the installed version.
+
+Before generating, the results folder gets categories.json (failures by violation kind),
+and on request the previous report's history (the Trend) and executor.json (the CI run):
+lab.reporting.allure_ci.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from lab.ground.errors import InputError, LabError, SetupError
+from lab.reporting.allure_ci import Executor, prepare_results
 
 __all__ = [
     "ALLURE_COMMANDLINE_VERSION",
@@ -135,10 +140,21 @@ def allure_launcher(tools_dir: Path, say: Say) -> Path:
     return _package_dir(install_dir) / "dist" / "bin" / "allure"
 
 
-def generate_report(results_dir: Path, out_dir: Path, *, tools_dir: Path, say: Say) -> Path:
-    """`allure generate RESULTS_DIR -o OUT_DIR --clean`; returns OUT_DIR/index.html."""
+def generate_report(
+    results_dir: Path,
+    out_dir: Path,
+    *,
+    tools_dir: Path,
+    say: Say,
+    history_from: Path | None = None,
+    executor: Executor | None = None,
+) -> Path:
+    """`allure generate RESULTS_DIR -o OUT_DIR --clean`; returns OUT_DIR/index.html.
+    RESULTS_DIR gets categories.json first, and `history_from`'s history/ and executor.json
+    when given (lab.reporting.allure_ci)."""
     if not results_dir.is_dir():
         raise InputError(f"{results_dir}: no such results folder (give pytest's --alluredir)")
+    prepare_results(results_dir, history_from=history_from, executor=executor)
     if not any(results_dir.glob("*-result.json")):
         say(f"lab: {results_dir} holds no test results yet; the report will be empty")
     java = _java()

@@ -150,9 +150,14 @@ class ProcessCluster(ManagedCluster[NodeProcess]):
     def stop(self) -> None:
         """Stop the manager, every node and Toxiproxy; never raises for what is already gone."""
         self._stop_manager()
+        asked = []
         for node in self.nodes.values():
             with contextlib.suppress(OSError, LabError):
-                node.stop()
+                if node.ask_to_stop():
+                    asked.append(node)
+        for node in asked:
+            with contextlib.suppress(OSError, LabError):
+                node.wait_stopped()
         if self.toxiproxy_proc is not None and self.toxiproxy_proc.poll() is None:
             self.toxiproxy_proc.terminate()
             try:

@@ -134,11 +134,23 @@ class NodeProcess:
 
     def stop(self, timeout_s: float = 5.0) -> None:
         """A clean stop (SIGTERM), SIGKILL when it does not end in time."""
+        if self.ask_to_stop():
+            self.wait_stopped(timeout_s)
+
+    def ask_to_stop(self) -> bool:
+        """SIGTERM (after SIGCONT, were it frozen); False when it is not running. A cluster
+        asks every node first, then waits for each, so they stop side by side."""
         if not self.running or self.proc is None:
-            return
+            return False
         self._ending = True
         self._signal(signal.SIGCONT)
         self._signal(signal.SIGTERM)
+        return True
+
+    def wait_stopped(self, timeout_s: float = 5.0) -> None:
+        """Wait for the stop `ask_to_stop` began; SIGKILL when it does not end in time."""
+        if self.proc is None:
+            return
         try:
             self.proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
