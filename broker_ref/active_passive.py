@@ -12,9 +12,12 @@ elect themselves; a cluster manager promotes exactly one.
 
 The primary settles a message only when every ready backup has acknowledged it (or a
 consumer took it first: commit_path.py counts those). A backup not heard from for twice
-`link-heartbeat-interval` is dead to the primary, which then stops waiting for it. A backup
-looks for its primary every `link-maintenance-interval`; one that loses its primary keeps its
-status and waits for a new one. Promotion is a management request: allowed from ready, from
+`link-heartbeat-interval` is dead to the primary, which then stops waiting for it and drops
+its link, as the C++ primary closes a failed backup's link: a backup that still hears its
+primary and sees it no longer streams to it is no longer ready (it has missed what the primary
+acknowledged since) and catches up again before it is. A backup looks for its primary every
+`link-maintenance-interval`; one that loses its primary keeps its status and waits for a new
+one. Promotion is a management request: allowed from ready, from
 joining only while no peer is established (the first primary of a new cluster), refused from
 catch-up, ignored by a primary.
 """
@@ -71,6 +74,9 @@ class ActivePassive:
         self._expected: set[str] = set()
         self._recovering_since = 0.0
         self._runs: dict[str, str] = {}  # each peer's run (a new one: it restarted)
+        # As a backup: the stream (the follower's `synced_at`) the primary was last seen to
+        # list among those it streams to; a status without it after that: it gave up on us.
+        self._listed_in: float | None = None
         follower.streaming_role = Role.WAITING  # a backup is a REPLICA only once ready
         follower.on_stream_start = self._stream_started
         follower.on_applied = self._applied
@@ -181,6 +187,32 @@ class ActivePassive:
             return
         core.master_seen = now
         self._primary_ready = tuple(str(p) for p in msg.get("ready") or ())
+        self._check_streamed(peer, msg, term, now)
+
+    def _check_streamed(self, primary: str, msg: dict[str, Any], term: int, now: float) -> None:
+        """A backup whose primary stopped streaming to it (it missed its heartbeats: REF-2010
+        there) holds none of what the primary acknowledged since: it is not ready, and joins
+        the primary's stream again (catch-up, then ready)."""
+        follower = self._follower
+        if not follower.following(primary, term):
+            return
+        if self._core.name in (msg.get("streams") or ()):
+            self._listed_in = follower.synced_at
+            return
+        if self._listed_in != follower.synced_at:
+            return  # this stream is not under way at the primary yet
+        core = self._core
+        self._listed_in = None
+        core.oplog.warn(
+            Code.HA_DISCONNECTED,
+            f"Disconnected from primary : '{primary}' : it no longer streams to this backup",
+        )
+        follower.forget()
+        core.master = None
+        if self.status is HaStatus.READY:
+            self._change(HaStatus.CATCHUP)
+            core.set_role(Role.WAITING, "a backup catching up")
+        self._next_check = now  # find the primary again at once
 
     # ---- catching up -------------------------------------------------------------------------
 
@@ -193,7 +225,8 @@ class ActivePassive:
             self._caught_up()
 
     def _applied(self, txid: int) -> None:
-        if self.status is HaStatus.CATCHUP and txid >= self._catchup_to:
+        streaming = self._follower.synced is not None  # not what an abandoned stream applied
+        if streaming and self.status is HaStatus.CATCHUP and txid >= self._catchup_to:
             self._caught_up()
 
     def _caught_up(self) -> None:

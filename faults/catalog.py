@@ -8,7 +8,7 @@ from faults.cluster_faults import Promote, RestartCluster
 from faults.docker_faults import Disconnect, DiskFill
 from faults.fault import Fault
 from faults.operator_faults import DesignatePrimary, QuorumOverride, SetPriority, TransferMaster
-from faults.partition_faults import Isolate, Partition
+from faults.partition_faults import Isolate, OneWayPartition, Partition
 from faults.process_faults import FullGc, Kill, Pause
 from faults.proxy_faults import TOXIC_FAULTS, Cut
 from lab.ground.errors import UsageError
@@ -27,6 +27,7 @@ FAULTS: Mapping[str, Fault] = {
         Disconnect(),
         Partition(),
         Isolate(),
+        OneWayPartition(),
         DesignatePrimary(),
         QuorumOverride(),
         SetPriority(),

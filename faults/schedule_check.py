@@ -28,6 +28,7 @@ _GROUP_FAULTS = frozenset({"partition", "one_way_partition"})
 _MANAGER_FAULTS = frozenset({"kill", "pause"})  # the cluster manager is a fault target too
 _CLUSTER_FAULTS = frozenset({"restart_cluster"})
 MANAGER = "manager"
+VIP = "client_vip"  # an active-passive cluster's virtual address (lab.backends.managed)
 _ROLE = re.compile(r"^@(master|replica)(?::[1-9]\d*)?$")
 
 
@@ -55,6 +56,8 @@ def _link_name(name: str, nodes: Sequence[str]) -> str | None:
 
 def _target_problem(op: FaultOp, nodes: Sequence[str], managed: bool) -> str | None:
     if op.fault in _LINK_FAULTS:
+        if managed and op.target == VIP:
+            return None  # the virtual address: the clients' one link to the primary
         return _link_name(op.target, nodes)
     if op.fault in _GROUP_FAULTS:
         sides = op.params.get("sides")

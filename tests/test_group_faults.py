@@ -8,7 +8,7 @@ import pytest
 
 from faults.nemesis import Nemesis
 from faults.operator_faults import DesignatePrimary, QuorumOverride, SetPriority, TransferMaster
-from faults.partition_faults import Isolate, Partition
+from faults.partition_faults import Isolate, OneWayPartition, Partition
 from faults.selectors import resolve_name, resolve_op, split_sides
 from lab.ground.errors import ClusterError, UsageError
 from lab.ground.faultops import FaultOp
@@ -18,7 +18,7 @@ def _op(fault: str, target: str, fault_id: str = "f1", **params: Any) -> FaultOp
     return FaultOp(at_s=1.0, action="start", fault=fault, target=target, id=fault_id, params=params)
 
 
-ROLES = {"n1": "REPLICA", "n2": "MASTER", "n3": "REPLICA"}
+ROLES: dict[str, str | None] = {"n1": "REPLICA", "n2": "MASTER", "n3": "REPLICA"}
 
 
 @pytest.mark.parametrize(
@@ -104,11 +104,25 @@ class _Proxies:
 
     node_names = ("n1", "n2", "n3")
 
-    def __init__(self) -> None:
+    def __init__(self, peer_links: bool = True) -> None:
         self.enabled: dict[str, bool] = {}
+        self.toxics: dict[tuple[str, str], tuple[str, str, dict[str, int]]] = {}
+        self.log: list[str] = []  # what was done to each link, in order
+        self._peer_links = peer_links
 
     def set_enabled(self, link: str, enabled: bool) -> None:
         self.enabled[link] = enabled
+        self.log.append(f"{'enable' if enabled else 'disable'} {link}")
+
+    def add_toxic(
+        self, proxy_name: str, toxic: str, kind: str, stream: str, attributes: dict[str, int]
+    ) -> None:
+        self.toxics[(proxy_name, toxic)] = (kind, stream, attributes)
+        self.log.append(f"add {proxy_name} {toxic}")
+
+    def remove_toxic(self, proxy_name: str, toxic: str) -> None:
+        self.toxics.pop((proxy_name, toxic), None)
+        self.log.append(f"remove {proxy_name} {toxic}")
 
     def proxy_client(self) -> _Proxies:
         return self
@@ -123,7 +137,8 @@ class _Proxies:
         self.set_enabled(name, enabled)
 
     def check_peer_links(self, how: str) -> None:
-        return None
+        if not self._peer_links:
+            raise UsageError(f"node→node links have no proxy: they cannot be {how}")
 
     def roles(self) -> dict[str, str | None]:
         return dict(ROLES)
@@ -150,6 +165,52 @@ def test_isolate_cuts_all_links_of_one_node() -> None:
     assert sorted(cluster.enabled) == ["n1_to_n3", "n2_to_n3", "n3_to_n1", "n3_to_n2"]
     with pytest.raises(UsageError):
         Isolate().apply(cluster, _op("isolate", "n9"))
+
+
+def test_one_way_partition_blackholes_one_direction_of_each_link_across() -> None:
+    cluster = _Proxies()
+    op = _op("one_way_partition", "group", sides="n1|n2,n3")
+    OneWayPartition().apply(cluster, op)
+    # n1's bytes to n2 and n3: up its own connections, down theirs; nothing else
+    assert cluster.toxics == {
+        ("n1_to_n2", "f1_upstream"): ("timeout", "upstream", {"timeout": 0}),
+        ("n2_to_n1", "f1_downstream"): ("timeout", "downstream", {"timeout": 0}),
+        ("n1_to_n3", "f1_upstream"): ("timeout", "upstream", {"timeout": 0}),
+        ("n3_to_n1", "f1_downstream"): ("timeout", "downstream", {"timeout": 0}),
+    }
+    assert cluster.enabled == {}  # no link is cut: the other direction flows
+    OneWayPartition().heal(cluster, op)
+    assert cluster.toxics == {}
+    assert cluster.enabled == dict.fromkeys(("n1_to_n2", "n2_to_n1", "n1_to_n3", "n3_to_n1"), True)
+    # each link's connections (which lost bytes) are closed before the toxic goes
+    assert cluster.log[4:7] == [
+        "disable n1_to_n2",
+        "remove n1_to_n2 f1_upstream",
+        "enable n1_to_n2",
+    ]
+    OneWayPartition().heal(cluster, op)  # idempotent
+    assert cluster.toxics == {} and all(cluster.enabled.values())
+
+
+def test_one_way_partition_the_other_way_round() -> None:
+    cluster = _Proxies()
+    OneWayPartition().apply(cluster, _op("one_way_partition", "group", sides="n2,n3|n1"))
+    assert sorted(cluster.toxics) == [
+        ("n1_to_n2", "f1_downstream"),
+        ("n1_to_n3", "f1_downstream"),
+        ("n2_to_n1", "f1_upstream"),
+        ("n3_to_n1", "f1_upstream"),
+    ]
+
+
+def test_one_way_partition_needs_sides_and_proxied_node_links() -> None:
+    fault = OneWayPartition()
+    with pytest.raises(UsageError, match=r"one_way_partition needs params\.sides"):
+        fault.preflight(_Proxies(), _op("one_way_partition", "group"))
+    with pytest.raises(UsageError, match="no proxy"):
+        fault.preflight(_Proxies(False), _op("one_way_partition", "group", sides="n1|n2"))
+    with pytest.raises(ClusterError, match="with Toxiproxy"):
+        fault.apply(object(), _op("one_way_partition", "group", sides="n1|n2"))
 
 
 class _Node:

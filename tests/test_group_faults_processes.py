@@ -70,6 +70,43 @@ def test_cutting_the_master_off_elects_another_and_the_heal_makes_the_group_whol
     assert all(p.enabled for p in cluster.proxy_client().proxies().values())
 
 
+def _view(cluster: ProcessCluster, node: str) -> dict[str, str]:
+    """Each other node's role as `node` sees it (UNREACHABLE: nothing heard from it)."""
+    return {r["name"]: r["role"] for r in cluster.management(node).remote_nodes()}
+
+
+def test_a_one_way_partition_stops_bytes_one_way_only_and_the_heal_restores_them(
+    group: Callable[[int], ProcessCluster],
+) -> None:
+    cluster = group(3)
+    old = cluster.wait_ready()
+    sides = {"sides": "@master|@replica:1,@replica:2"}
+    with Nemesis(cluster) as nemesis:
+        nemesis.apply(_op("start", "one_way_partition", "group", **sides))
+        others = [n for n in cluster.node_names if n != old]
+        # The others hear nothing from the master: they elect one of their own...
+        elected: list[str] = []
+
+        def one_of_the_others() -> bool:
+            masters = _masters(cluster)  # asked once: roles change between two asks
+            elected[:] = masters
+            return len(masters) == 1 and masters[0] in others
+
+        assert _until(one_of_the_others)
+        (new,) = elected
+        assert all(_view(cluster, n)[old] == "UNREACHABLE" for n in others)
+        # ...while what they send still reaches the old master: it knows the new master and
+        # has stepped down, which a two-way partition would hide from it.
+        (third,) = (n for n in others if n != new)
+        assert _until(lambda: _view(cluster, old) == {new: "MASTER", third: "REPLICA"})
+        assert cluster.roles()[old] != "MASTER"
+        nemesis.apply(_op("stop", "one_way_partition", "group", **sides))
+    assert cluster.wait_ready(timeout_s=15.0) == new
+    assert _until(lambda: all(_view(cluster, n)[old] == "REPLICA" for n in others))
+    client = cluster.proxy_client()
+    assert all(p.enabled and not client.toxics(name) for name, p in client.proxies().items())
+
+
 def test_operator_attributes_are_set_and_healed(group: Callable[[int], ProcessCluster]) -> None:
     cluster = group(2)
     master = cluster.wait_ready()

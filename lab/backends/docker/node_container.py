@@ -163,9 +163,11 @@ class NodeContainer:
             self.container.wait(timeout=30)
         except (NotFound, APIError, RequestException):
             return
+        # The moment it died, not once its log has been read to the end: a manager that
+        # promoted another broker meanwhile made no second primary.
+        self.events.emit("node.kill", self.name, signal="SIGKILL")
         self._join_reader()
         self.paused = False
-        self.events.emit("node.kill", self.name, signal="SIGKILL")
 
     def pause(self) -> None:
         """docker pause (the cgroup freezer): the node freezes, as in a long full-GC stall."""

@@ -115,9 +115,9 @@ class NodeProcess:
         self._ending = True
         if self._signal(signal.SIGKILL) and self.proc is not None:
             self.proc.wait()
+            self.events.emit("node.kill", self.plan.name, signal="SIGKILL")  # when it died
             self._join_reader()
             self.paused = False
-            self.events.emit("node.kill", self.plan.name, signal="SIGKILL")
 
     def pause(self) -> None:
         """SIGSTOP: the process freezes, as in a long full-GC stall."""
