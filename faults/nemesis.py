@@ -74,6 +74,7 @@ class Nemesis:
         self.heals = HealStack()
         self.applied = 0
         self.healed = 0
+        self.healed_at_end: list[str] = []  # faults healed by `heal_all` (ids), not by schedule
 
     def __enter__(self) -> Nemesis:
         return self
@@ -207,6 +208,7 @@ class Nemesis:
             )
             try:
                 self._run_heal(heal.op, heal.run, stop_op=stop)
+                self.healed_at_end.append(heal.op.id)
             except Exception as exc:  # every other heal must still run
                 errors.append(f"{heal.op.id} ({heal.op.fault} {heal.op.target}): {exc}")
         if errors:

@@ -9,6 +9,7 @@ from lab.bench import (
     checker,
     durability,
     failover,
+    interrupt,
     report,
     shrink,
     startup,
@@ -30,6 +31,7 @@ BENCHMARKS: Mapping[str, Benchmark] = {
         report.BENCHMARK,
         campaign.BENCHMARK,
         shrink.BENCHMARK,
+        interrupt.BENCHMARK,
     )
 }
 

@@ -145,11 +145,12 @@ class Failure:
 
     @staticmethod
     def of_run(folder: Path) -> Failure | None:
-        """The failure a finished run folder shows; None when its prediction held."""
+        """The failure a finished run folder shows; None when its prediction held or the run
+        was interrupted."""
         spec = json.loads((folder / "spec.json").read_text(encoding="utf-8"))
         result = json.loads((folder / "result.json").read_text(encoding="utf-8"))
         verdict = str(result.get("verdict", "unknown"))
-        if verdict == "held":
+        if verdict in ("held", "interrupted"):  # an interrupted run showed nothing of the broker
             return None
         kinds = tuple(str(k) for k in result.get("violations", ())) or ("unknown",)
         durability = spec.get("durability", {})

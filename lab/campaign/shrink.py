@@ -105,6 +105,8 @@ class _Shrinker:
         self.original = ReplayOf.read(source.path)
         if self.original.verdict == "held":
             raise UsageError(f"{folder}: its prediction held; there is no violation to shrink")
+        if self.original.violations == ("interrupted",):
+            raise UsageError(f"{folder}: the run was interrupted; replay it before shrinking")
         self.parts = parts_for(
             self.spec.scenario, self.spec.backend, self.spec.target, self.spec.group.mode
         )

@@ -46,6 +46,12 @@ def _build_parser() -> tuple[argparse.ArgumentParser, Commands]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser, commands = _build_parser()
     args = parser.parse_args(argv)
+    from lab.cli.orphans import clear_orphans
+
+    cleared = clear_orphans()  # what runs killed with SIGKILL left behind
+    if sys.stderr.isatty():  # said to a person; never mixed into a script's one-line error
+        for what in cleared:
+            print(f"lab: cleared {what}", file=sys.stderr)
     try:
         return commands[args.command](args)
     except LabError as exc:

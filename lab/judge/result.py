@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from lab.ground.files import write_json
 from lab.ground.nodes import TargetTraits
@@ -26,9 +26,41 @@ from lab.judge.checker import CheckResult, check_path
 from lab.judge.metrics import RunMetrics, read_events, read_operations, run_metrics
 from lab.judge.prediction import Outcome, Prediction, Verdict
 
-__all__ = ["RESULT_VERSION", "Judgement", "ReplayOf", "RunResult", "judge_run"]
+__all__ = [
+    "RESULT_VERSION",
+    "Interruption",
+    "Judgement",
+    "ReplayOf",
+    "RunResult",
+    "RunVerdict",
+    "judge_run",
+]
 
 RESULT_VERSION = 1
+
+# What result.json's verdict can say: the judge's outcomes, or that the run was stopped
+# before it could be judged (Ctrl-C, SIGTERM, or the lab killed: see `interrupted`).
+RunVerdict = Literal["held", "broken", "unknown", "interrupted"]
+INTERRUPTED: RunVerdict = "interrupted"
+
+
+@dataclass(frozen=True)
+class Interruption:
+    """How a run was stopped: the signal, the phase it was in, the faults healed on the
+    way out (ids), and those whose heal failed (`id: error`)."""
+
+    signal: str
+    phase: str
+    healed: tuple[str, ...] = ()
+    heal_errors: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "signal": self.signal,
+            "phase": self.phase,
+            "healed": list(self.healed),
+            "heal_errors": list(self.heal_errors),
+        }
 
 
 @dataclass(frozen=True)
@@ -61,12 +93,12 @@ class ReplayOf:
     verdict: Outcome
     violations: tuple[str, ...]
 
-    def reproduced(self, verdict: Outcome, violations: tuple[str, ...]) -> bool:
+    def reproduced(self, verdict: RunVerdict, violations: tuple[str, ...]) -> bool:
         if self.verdict == "held":
             return verdict == "held"
         return bool(set(self.violations) & set(violations))
 
-    def to_json(self, verdict: Outcome, violations: tuple[str, ...]) -> dict[str, Any]:
+    def to_json(self, verdict: RunVerdict, violations: tuple[str, ...]) -> dict[str, Any]:
         again = self.reproduced(verdict, violations)
         return {
             "of": self.folder,
@@ -97,7 +129,7 @@ class RunResult:
     seed: int
     target: str
     backend: str
-    verdict: Outcome
+    verdict: RunVerdict
     reasons: tuple[str, ...]
     reproduce: str
     mode: str = "replicated-group"
@@ -107,6 +139,7 @@ class RunResult:
     metrics: RunMetrics | None = None
     error: str | None = None
     replay: ReplayOf | None = None
+    interrupted: Interruption | None = None
 
     @staticmethod
     def judged(
@@ -147,6 +180,33 @@ class RunResult:
             replay=replay,
         )
 
+    @staticmethod
+    def stopped(
+        spec: RunSpec,
+        how: Interruption,
+        reproduce: str,
+        judgement: Judgement | None = None,
+        replay: ReplayOf | None = None,
+    ) -> RunResult:
+        """A run interrupted before its end: verdict `interrupted`, with the checker's result
+        and the figures of the history it left when they could be made."""
+        return RunResult(
+            scenario=spec.scenario,
+            seed=spec.seed,
+            target=spec.target,
+            backend=spec.backend,
+            verdict=INTERRUPTED,
+            reasons=(f"interrupted by {how.signal} in phase {how.phase}",),
+            reproduce=reproduce,
+            mode=spec.group.mode,
+            violations=(INTERRUPTED,),
+            prediction=None if judgement is None else judgement.prediction.text,
+            check=None if judgement is None else judgement.check,
+            metrics=None if judgement is None else judgement.metrics,
+            replay=replay,
+            interrupted=how,
+        )
+
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "v": RESULT_VERSION,
@@ -167,6 +227,8 @@ class RunResult:
             out["metrics"] = self.metrics.to_json()
         if self.error is not None:
             out["error"] = self.error
+        if self.interrupted is not None:
+            out["interrupted"] = self.interrupted.to_json()
         if self.replay is not None:
             out["replay"] = self.replay.to_json(self.verdict, self.violations)
         out["reproduce"] = self.reproduce

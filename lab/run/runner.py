@@ -30,7 +30,8 @@ from lab.ground.spec import RunSpec, git_revision
 from lab.judge.checker import CheckResult
 from lab.judge.metrics import RunMetrics
 from lab.judge.prediction import Verdict
-from lab.judge.result import Judgement, ReplayOf, RunResult, judge_run
+from lab.judge.result import Interruption, Judgement, ReplayOf, RunResult, judge_run
+from lab.run.active import register, unregister
 from lab.run.cluster import Cluster, RunParts
 from lab.run.folder import EventLog, HistoryRecorder, JsonlWriter, RunClock, RunFolder
 from lab.run.incident import validate_spec
@@ -106,6 +107,8 @@ class _Run:
         self.history = HistoryRecorder(folder.history)
         self.workers: list[WorkerProcess] = []
         self.cluster: Cluster | None = None
+        self.current_phase = "setup"
+        self.nemesis: Nemesis | None = None
 
     def tick(self) -> None:
         self.progress.counts(
@@ -126,6 +129,7 @@ class _Run:
         self.schedule_log.write({**entry, "time": int(entry["time"]) - self.clock.start_ns})
 
     def phase(self, name: str) -> None:
+        self.current_phase = name
         self.events.emit("workload.phase", None, phase=name)
         self.progress.phase(name)
 
@@ -175,6 +179,7 @@ class _Run:
             clock_ns=time.monotonic_ns,
             on_change=self.on_fault,
         ) as nemesis:
+            self.nemesis = nemesis
             nemesis.run(spec.schedule, started_at_ns=load_started, tick=self.tick)
             remaining = spec.workload.duration_s - (time.monotonic_ns() - load_started) / 1e9
             self.wait(max(0.0, remaining))
@@ -272,16 +277,49 @@ def run_scenario(
     preflight(probe, spec.schedule)
     folder = RunFolder.create(runs_dir, spec.scenario, spec.seed)
     reproduce = reproduce_command(spec, folder.path, parts)
-    run = _Run(spec, parts, folder, shown)
-    with _interrupts_as_exceptions():
-        try:
-            run.execute()
-        except BaseException as exc:
-            RunResult.failed(spec, exc, reproduce, replay_of).write(folder.result)
-            exc.add_note(f"run folder: {folder.path}")
-            exc.add_note(f"reproduce: {reproduce}")
-            raise
+    entry = register(folder.path)
+    try:
+        run = _Run(spec, parts, folder, shown)
+        with _interrupts_as_exceptions():
+            try:
+                run.execute()
+            except BaseException as exc:
+                how = _interruption(exc, run)
+                if how is None:
+                    RunResult.failed(spec, exc, reproduce, replay_of).write(folder.result)
+                else:
+                    judged = _judge_what_is_there(folder, spec, parts)
+                    RunResult.stopped(spec, how, reproduce, judged, replay_of).write(folder.result)
+                exc.add_note(f"run folder: {folder.path}")
+                exc.add_note(f"reproduce: {reproduce}")
+                raise
+    finally:
+        unregister(entry)
     prediction = parts.scenario.prediction_for(spec)
     judgement = judge_run(folder.history, folder.events, prediction, parts.target)
     RunResult.judged(spec, judgement, reproduce, replay_of).write(folder.result)
     return RunOutcome(folder, spec, judgement, reproduce)
+
+
+def _interruption(exc: BaseException, run: _Run) -> Interruption | None:
+    """How the run was stopped, when Ctrl-C or SIGTERM stopped it (also when a heal or the
+    teardown failed on the way out, and that error is what was raised); None otherwise."""
+    seen: BaseException | None = exc
+    errors: list[str] = []
+    while seen is not None and not isinstance(seen, KeyboardInterrupt):
+        errors.append(str(seen))
+        seen = seen.__context__
+    if seen is None:
+        return None
+    signal_name = "SIGTERM" if str(seen) == f"signal {int(signal.SIGTERM)}" else "SIGINT"
+    healed = tuple(run.nemesis.healed_at_end) if run.nemesis is not None else ()
+    return Interruption(signal_name, run.current_phase, healed, tuple(errors))
+
+
+def _judge_what_is_there(folder: RunFolder, spec: RunSpec, parts: RunParts) -> Judgement | None:
+    """The checker's result and figures of an interrupted run's history, when it can be read."""
+    try:
+        prediction = parts.scenario.prediction_for(spec)
+        return judge_run(folder.history, folder.events, prediction, parts.target)
+    except (LabError, OSError, ValueError):
+        return None

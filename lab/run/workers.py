@@ -143,7 +143,13 @@ class WorkerProcess:
             daemon=True,
         )
         self._reader.start()
-        self.events.emit("worker.start", None, process=self.plan.process, role=self.plan.role)
+        self.events.emit(
+            "worker.start",
+            None,
+            process=self.plan.process,
+            role=self.plan.role,
+            pid=self.proc.pid if self.proc is not None else None,
+        )
 
     def _pump(self, stream: IO[bytes]) -> None:
         for raw in stream:
