@@ -22,7 +22,7 @@ def _run_folder(root: Path, seed: int, verdict: str, kinds: tuple[str, ...]) -> 
     folder.mkdir(parents=True)
     spec = scenario_named("random").spec(seed).to_json()
     (folder / "spec.json").write_text(json.dumps(spec))
-    result = {"v": 1, "verdict": verdict, "violations": list(kinds), "reasons": ["r"]}
+    result = {"v": 2, "verdict": verdict, "violations": list(kinds), "reasons": ["r"]}
     (folder / "result.json").write_text(json.dumps(result))
     return folder
 

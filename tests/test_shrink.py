@@ -92,7 +92,7 @@ def _failed_run(tmp_path: Path, spec: RunSpec, kinds: tuple[str, ...] = ("lost",
     folder.mkdir(parents=True)
     (folder / "spec.json").write_text(json.dumps(spec.to_json()))
     verdict = "broken" if kinds else "held"
-    result = {"v": 1, "verdict": verdict, "violations": list(kinds)}
+    result = {"v": 2, "verdict": verdict, "violations": list(kinds)}
     (folder / "result.json").write_text(json.dumps(result))
     return folder
 

@@ -36,7 +36,7 @@ __all__ = [
     "judge_run",
 ]
 
-RESULT_VERSION = 1
+RESULT_VERSION = 2  # 2: mode, violations, replay, interrupted (and that verdict)
 
 # What result.json's verdict can say: the judge's outcomes, or that the run was stopped
 # before it could be judged (Ctrl-C, SIGTERM, or the lab killed: see `interrupted`).
