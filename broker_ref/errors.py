@@ -31,5 +31,20 @@ class StoreError(BrokerError):
     """The on-disk log cannot be opened, locked or written."""
 
 
+class StoreCorrupt(StoreError):
+    """The log is damaged before its tail (valid records follow a bad one): not a torn
+    write, so recovery stops rather than drop what follows."""
+
+    def __init__(self, path: str, offset: int, reason: str, resumes_at: int) -> None:
+        super().__init__(
+            f"{path}: corrupt record at offset {offset} ({reason}); valid records follow at "
+            f"offset {resumes_at}: the log is damaged, not torn"
+        )
+        self.path = path
+        self.offset = offset
+        self.reason = reason
+        self.resumes_at = resumes_at
+
+
 class ChangeRefused(BrokerError):
     """A management request the node will not carry out; the message says why."""

@@ -6,9 +6,12 @@ hands the buffer to the OS (it survives a crash of the process, not of the
 machine); `sync` writes and fsyncs it, and only then are the records durable.
 A node that rejoins its group may have to discard its newest records
 (`truncate_after`), or all of them before a full copy from the master. On
-open, the log is read back; a torn or corrupt tail (a crash mid-write, garbage
-after the last frame) is cut off at the end of the last complete frame, which
-is never lost. A lock file keeps two nodes off one data directory.
+open, the log is read back; a torn tail (a crash mid-write, zeros or garbage after
+the last frame, a last frame that fails its CRC) is cut off at the end of the last
+complete frame, which is never lost. A bad frame with valid frames after it is not a
+torn write but damage: recovery raises StoreCorrupt (naming the file and the offset)
+instead of dropping what follows, as etcd's WAL does. A lock file keeps two nodes off
+one data directory.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from broker_ref.errors import StoreError
+from broker_ref.errors import StoreCorrupt, StoreError
 from broker_ref.records import (
     FRAME_HEADER_SIZE,
     MAX_PAYLOAD_SIZE,
@@ -214,6 +217,10 @@ def _recover(path: Path) -> Recovery:
     records, ends, end, reason = _scan(memoryview(data))
     if reason is None:
         return Recovery(tuple(records), None, tuple(ends), end)
+    last_txid = records[-1].txid if records else 0
+    resumes_at = _next_valid_frame(memoryview(data), end + 1, last_txid)
+    if resumes_at is not None:
+        raise StoreCorrupt(str(path), end, reason, resumes_at)
     _truncate(path, end)
     return Recovery(tuple(records), TornTail(end, len(data) - end, reason), tuple(ends), end)
 
@@ -247,6 +254,29 @@ def _scan(data: memoryview) -> tuple[list[Record], list[int], int, str | None]:
         offset = start + length
         ends.append(offset)
     return records, ends, offset, None
+
+
+def _next_valid_frame(data: memoryview, start: int, last_txid: int) -> int | None:
+    """The offset of the first frame at or after `start` that passes its CRC, decodes, and
+    carries a txid after `last_txid`; None when there is none (the bad part is a tail)."""
+    size = len(data)
+    if not any(data[start - 1 :]):
+        return None  # zeros to the end: a file extended and never written
+    for offset in range(start, size - FRAME_HEADER_SIZE + 1):
+        length, crc = read_frame_header(data, offset)
+        begin = offset + FRAME_HEADER_SIZE
+        if length == 0 or length > MAX_PAYLOAD_SIZE or begin + length > size:
+            continue
+        payload = data[begin : begin + length]
+        if zlib.crc32(payload) != crc:
+            continue
+        try:
+            record = decode_payload(payload)
+        except ValueError:
+            continue
+        if record.txid > last_txid:
+            return offset
+    return None
 
 
 def _create(path: Path) -> None:

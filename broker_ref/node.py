@@ -26,7 +26,7 @@ from proton.reactor import Container
 from broker_ref.amqp_server import AmqpServer
 from broker_ref.commit import GroupCommit
 from broker_ref.config import NodeConfig
-from broker_ref.errors import StartupError
+from broker_ref.errors import StartupError, StoreCorrupt
 from broker_ref.feeds import replication_filter
 from broker_ref.frame_log import FrameLog
 from broker_ref.group import Group
@@ -147,7 +147,15 @@ class Node:
                         f"cannot listen on {config.host}:{config.replication_port}"
                         f" (replication): {exc.strerror or exc}"
                     ) from exc
-            self._store, self._recovery = LogStore.open(config.data_dir)
+            try:
+                self._store, self._recovery = LogStore.open(config.data_dir)
+            except StoreCorrupt as exc:
+                self._oplog.error(
+                    Code.STORE_CORRUPT,
+                    f"Store corrupt : {exc.path} : offset {exc.offset} : {exc.reason} : "
+                    f"valid records follow at offset {exc.resumes_at}",
+                )
+                raise
         except BaseException:
             self._release()
             raise

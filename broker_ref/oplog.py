@@ -49,6 +49,7 @@ class Code(enum.StrEnum):
     LOG_TAIL_TRUNCATED = "REF-1001"
     STORE_WRITE_FAILED = "REF-1002"
     STORE_WRITES_RESUMED = "REF-1003"
+    STORE_CORRUPT = "REF-1008"  # Store corrupt : file : offset : why (the node stops)
     # the active-passive cluster (the C++ broker's HA module has no codes; these are ours)
     HA_STATUS = "REF-2001"  # Status change : joining -> catchup
     HA_PROMOTED = "REF-2002"  # Promoted to primary
