@@ -24,13 +24,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--out", type=Path, required=True, help="where the report goes")
     parser.add_argument(
-        "--master", default=DEFAULT_MASTER, help=f"Spark master URL (default {DEFAULT_MASTER})"
+        "--master",
+        default=DEFAULT_MASTER,
+        help=f"Spark master URL (default {DEFAULT_MASTER}); on a cluster (spark://HOST:PORT) "
+        "the run folders and the store must be on a path every executor sees, and the "
+        "executors run this Python (the same virtualenv path)",
     )
     parser.add_argument(
         "--compact",
         type=Path,
         metavar="STORE",
-        help="compact finished runs into this Parquet store first, and read from it",
+        help="first compact the run folders this Parquet store has not seen (its manifest), "
+        "then read every run it holds from it",
     )
     parser.add_argument(
         "--p99-factor",

@@ -83,15 +83,28 @@ def _runs_table(records: Sequence[RunRecord]) -> pa.Table:
 
 
 def duckdb_reports(
-    records: Sequence[RunRecord], *, jsonl: Sequence[str] = (), parquet: Path | None = None
+    records: Sequence[RunRecord],
+    *,
+    jsonl: Sequence[str] = (),
+    copies: Sequence[str] = (),
+    parquet: Path | None = None,
 ) -> tuple[int, int]:
-    """Run both aggregations over JSONL files or a store's history; (reliability, perf) rows."""
+    """Run both aggregations over the folders' JSONL, their history.parquet copies (paths)
+    or a store's history; (reliability, performance) rows."""
     connection = duckdb.connect()
     try:
         connection.execute("SET enable_progress_bar = false")
         runs = _runs_table(records)
         connection.register("runs", runs)
-        if parquet is not None:
+        if copies:
+            files = ", ".join(f"'{path}'" for path in copies)
+            connection.execute(
+                "CREATE VIEW history AS SELECT "
+                "string_split(filename, '/')[-3] || '/' || string_split(filename, '/')[-2] "
+                f"AS run_id, time, process, type, f, value FROM read_parquet([{files}], "
+                "filename = true)"
+            )
+        elif parquet is not None:
             source = f"read_parquet('{parquet / 'history'}/**/*.parquet', hive_partitioning = true)"
             connection.execute(
                 f"CREATE VIEW history AS SELECT run_id, time, process, type, f, value FROM {source}"

@@ -1,7 +1,9 @@
-"""Extract: run records, histories and events into DataFrames, from JSONL or the Parquet store.
+"""Extract: run records, histories and events into DataFrames, from the run folders' Parquet
+copies (or their JSONL) or from the compacted store.
 
-Histories are read with the explicit `schemas.HISTORY` (never inferred) and malformed lines
-dropped (formats.md: a torn last line is ignored); each row gets the `run_id` of its folder,
+Histories are read with the explicit `schemas.HISTORY` (never inferred): from each folder's
+history.parquet (`history_copies`), or from history.jsonl with malformed lines dropped
+(formats.md: a torn last line is ignored); each row gets the `run_id` of its folder,
 `<scenario>/<folder>`, from the file's path. A compacted store (`compaction`) holds the
 same data as Parquet, and each run's latency histogram, so that reports need not read its
 history again.
@@ -16,24 +18,51 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
 
+from spark_reports.history_copies import Sources
+from spark_reports.latency import copies_histogram, latency_histogram, message_latencies
+from spark_reports.manifest import Commits, committed_rows
 from spark_reports.run_folders import RunRecord
 from spark_reports.schemas import EVENTS, HISTORY, RUNS
 
 __all__ = [
     "HISTOGRAM_COLUMNS",
     "LATENCY_COLUMNS",
+    "complete_rows",
     "history_for",
+    "read_events",
     "read_events_jsonl",
+    "read_histories",
     "read_history_jsonl",
     "runs_frame",
+    "sources_histogram",
     "store_history",
     "store_latency",
+    "store_rollup",
     "store_runs",
     "stored_history_rows",
 ]
 
 LATENCY_COLUMNS = ("run_id", "time", "process", "type", "f", "value")
+_REQUIRED = ("index", "time", "process", "type", "f")
+
+
+def complete_rows() -> Column:
+    """True for a history row with every required field (formats.md section 2)."""
+    return F.greatest(*[F.col(c).isNull() for c in _REQUIRED]) == F.lit(False)
+
+
 HISTOGRAM_COLUMNS = ("run_id", "metric", "latency_ms", "count")
+_HISTOGRAM_STORED = StructType(
+    [
+        StructField("run_id", StringType()),
+        StructField("metric", StringType()),
+        StructField("latency_ms", DoubleType()),
+        StructField("count", LongType()),
+        StructField("batch", StringType()),
+        StructField("scenario", StringType()),
+        StructField("date", StringType()),
+    ]
+)
 
 
 def runs_frame(spark: SparkSession, records: Sequence[RunRecord]) -> DataFrame:
@@ -50,7 +79,7 @@ def read_history_jsonl(spark: SparkSession, folders: Sequence[str]) -> DataFrame
     """The history.jsonl of each folder, `schemas.HISTORY` plus `run_id`.
 
     Lines that are not JSON objects are dropped; a line lacking a required field keeps its
-    nulls (the jobs ignore what they cannot use).
+    nulls (the jobs ignore what they cannot use; compaction leaves such lines out).
     """
     if not folders:
         return spark.createDataFrame([], HISTORY).withColumn("run_id", F.lit(None).cast("string"))
@@ -60,6 +89,42 @@ def read_history_jsonl(spark: SparkSession, folders: Sequence[str]) -> DataFrame
         .json([str(Path(f) / "history.jsonl") for f in folders])
     )
     return frame.withColumn("run_id", _run_id_of_file())
+
+
+def read_histories(spark: SparkSession, sources: Sources) -> DataFrame:
+    """Every history of `sources`: the Parquet copies, and the JSONL of the folders without."""
+    jsonl = read_history_jsonl(spark, sources.history_jsonl)
+    if not sources.history_parquet:
+        return jsonl
+    frame = spark.read.schema(HISTORY).parquet(*sources.history_parquet)
+    copies = frame.withColumn("run_id", _run_id_of_file())
+    return copies.unionByName(jsonl) if sources.history_jsonl else copies
+
+
+def sources_histogram(
+    spark: SparkSession, sources: Sources, *, complete_only: bool = False
+) -> DataFrame:
+    """Each run's latency histogram (`latency.latency_histogram`): from its Parquet copy in
+    the tasks, or from its JSONL in Spark (with `complete_only`, complete rows only)."""
+    histogram = copies_histogram(spark, sources.history_parquet)
+    if not sources.history_jsonl:
+        return histogram
+    jsonl = read_history_jsonl(spark, sources.history_jsonl)
+    if complete_only:
+        jsonl = jsonl.where(complete_rows())
+    jsonl = jsonl.select(*LATENCY_COLUMNS)
+    return histogram.unionByName(latency_histogram(message_latencies(jsonl)))
+
+
+def read_events(spark: SparkSession, sources: Sources) -> DataFrame:
+    """Every events file of `sources` (the known columns, `raw`, `run_id`)."""
+    jsonl = read_events_jsonl(spark, sources.events_jsonl)
+    if not sources.events_parquet:
+        return jsonl
+    schema = StructType([*EVENTS.fields, StructField("raw", StringType())])
+    frame = spark.read.schema(schema).parquet(*sources.events_parquet)
+    copies = frame.withColumn("run_id", _run_id_of_file())
+    return copies.unionByName(jsonl) if sources.events_jsonl else copies
 
 
 def read_events_jsonl(spark: SparkSession, folders: Sequence[str]) -> DataFrame:
@@ -87,13 +152,16 @@ def _store_part(store: Path, part: str) -> Path | None:
 
 
 def store_runs(spark: SparkSession, store: Path | None) -> DataFrame:
-    """The compacted run records (`schemas.RUNS` plus `batch`); empty without a store."""
+    """The committed run records (`schemas.RUNS` plus `batch`): each run's latest batch in
+    the manifest (every record, in a store older than the manifest); empty without a store."""
     path = None if store is None else _store_part(store, "runs")
-    if path is None:
+    if store is None or path is None:
         empty = spark.createDataFrame([], RUNS)
         return empty.withColumn("batch", F.lit(None).cast("string"))
     frame = spark.read.schema(_with_batch(RUNS)).parquet(str(path))
-    return frame.select(*RUNS.fieldNames(), "batch")
+    frame = frame.select(*RUNS.fieldNames(), "batch")
+    committed = committed_rows(store)
+    return frame if committed is None else frame.where(committed)
 
 
 def stored_history_rows(spark: SparkSession, store: Path) -> DataFrame:
@@ -107,38 +175,44 @@ def stored_history_rows(spark: SparkSession, store: Path) -> DataFrame:
     return spark.read.schema(schema).parquet(str(store / "history"))
 
 
-def store_history(spark: SparkSession, store: Path | None, runs: DataFrame) -> DataFrame:
-    """Compacted history rows of committed batches: those whose (run_id, batch) is in `runs`."""
+def store_history(
+    spark: SparkSession, store: Path | None, runs: DataFrame, *, rows: Column | None = None
+) -> DataFrame:
+    """Compacted history rows of committed batches: those whose (run_id, batch) is in `runs`
+    (or, given, that the `rows` filter of `manifest.committed_rows` keeps)."""
     path = None if store is None else _store_part(store, "history")
     if path is None:
         return read_history_jsonl(spark, []).select(*LATENCY_COLUMNS)
-    committed = runs.select("run_id", "batch")
-    rows = stored_history_rows(spark, path.parent)
-    rows = rows.select(*LATENCY_COLUMNS, "batch")
-    return rows.join(F.broadcast(committed), ["run_id", "batch"], "left_semi").select(
-        *LATENCY_COLUMNS
-    )
+    history = stored_history_rows(spark, path.parent).select(*LATENCY_COLUMNS, "batch")
+    if rows is not None:
+        return history.where(rows).select(*LATENCY_COLUMNS)
+    committed = F.broadcast(runs.select("run_id", "batch"))
+    return history.join(committed, ["run_id", "batch"], "left_semi").select(*LATENCY_COLUMNS)
 
 
-def store_latency(spark: SparkSession, store: Path | None, runs: DataFrame) -> DataFrame | None:
-    """Compacted per-run latency histograms of committed batches; None if the store has none."""
+def store_rollup(spark: SparkSession, store: Path | None, commits: Commits) -> DataFrame | None:
+    """The rolled-up histograms (`latency.rolled_up`) of the store's whole batches (runs
+    of other batches: `store_latency`); None if the store has none."""
+    path = None if store is None else _store_part(store, "latency_rollup")
+    if path is None or not commits.whole:
+        return None
+    rows = spark.read.schema(_HISTOGRAM_STORED).parquet(str(path))
+    return rows.where(commits.whole_rows()).select(*HISTOGRAM_COLUMNS)
+
+
+def store_latency(
+    spark: SparkSession, store: Path | None, runs: DataFrame, *, rows: Column | None = None
+) -> DataFrame | None:
+    """Compacted per-run latency histograms of committed batches (as `store_history`);
+    None if the store has none."""
     path = None if store is None else _store_part(store, "latency")
     if path is None:
         return None
-    schema = StructType(
-        [
-            StructField("run_id", StringType()),
-            StructField("metric", StringType()),
-            StructField("latency_ms", DoubleType()),
-            StructField("count", LongType()),
-            StructField("batch", StringType()),
-            StructField("scenario", StringType()),
-            StructField("date", StringType()),
-        ]
-    )
-    rows = spark.read.schema(schema).parquet(str(path))
+    histograms = spark.read.schema(_HISTOGRAM_STORED).parquet(str(path))
+    if rows is not None:
+        return histograms.where(rows).select(*HISTOGRAM_COLUMNS)
     committed = F.broadcast(runs.select("run_id", "batch"))
-    return rows.join(committed, ["run_id", "batch"], "left_semi").select(*HISTOGRAM_COLUMNS)
+    return histograms.join(committed, ["run_id", "batch"], "left_semi").select(*HISTOGRAM_COLUMNS)
 
 
 def history_for(

@@ -1,6 +1,6 @@
 """The report job: extract inputs, transform them into report frames, load them into files.
 
-extract_inputs   run folders (+ the Parquet store) → labelled runs, latency history
+extract_inputs   run folders (+ the compacted store) → labelled runs, latency histograms
 report_frames    pure: runs + latency histogram → reliability, performance, trend frames
 run_report_job   the whole job into `--out`: CSV + Parquet per table, report.html
 """
@@ -13,23 +13,26 @@ from pathlib import Path
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
-from spark_reports.compaction import compact_records
+from spark_reports.compaction import compact
 from spark_reports.extract import (
-    LATENCY_COLUMNS,
-    read_history_jsonl,
     runs_frame,
+    sources_histogram,
     store_history,
     store_latency,
+    store_rollup,
     store_runs,
 )
+from spark_reports.history_copies import columnar_sources
 from spark_reports.labels import with_labels
 from spark_reports.latency import latency_histogram, message_latencies
+from spark_reports.manifest import Commits, commits, read_manifest, split_seen
 from spark_reports.outputs import collect_table, write_table
 from spark_reports.performance import change_vs_baseline, performance_pivot, performance_table
 from spark_reports.reliability import broken_runs, reliability_table, unreadable_runs
 from spark_reports.report_page import report_html
-from spark_reports.run_folders import read_runs
+from spark_reports.run_folders import list_run_folders, read_run
 from spark_reports.session import DEFAULT_MASTER, spark_session
 from spark_reports.trend import TrendBy, regressions, trend_table, with_period
 
@@ -59,7 +62,9 @@ class ReportOptions:
 
 @dataclass(frozen=True)
 class Inputs:
-    """Labelled runs (store and folders) and their per-run latency histograms."""
+    """Labelled runs (store and folders) and their latency histograms: per run, or for a
+    store's whole batches summed over runs alike under one of them (`latency.rolled_up`),
+    which is the same for every report group."""
 
     runs: DataFrame
     histogram: DataFrame
@@ -70,30 +75,59 @@ class Inputs:
 def extract_inputs(
     spark: SparkSession, runs_dirs: Sequence[Path], store: Path | None, say: Say
 ) -> Inputs:
-    """Every run in the store, plus every folder under `runs_dirs` the store does not have.
+    """Every run in the store, plus every folder under `runs_dirs` the store does not hold.
 
-    Histograms of stored runs come from the store (computed from its history if it has
-    none); those of the other runs from their history.jsonl.
+    With a manifest (`manifest`), a folder the store holds as it is now is not read at all;
+    the others are read from their folders (their histories from the Parquet copies), and
+    a store row is superseded by its folder when the folder has changed since. Histograms
+    of stored runs come from the store (computed from its history if it has none).
     """
-    records = read_runs(runs_dirs)
+    folders = list_run_folders(runs_dirs)
+    entries = read_manifest(store) if store is not None else {}
+    unseen = split_seen(folders, entries).unseen if entries else folders
+    records = [read_run(folder) for folder in unseen]
     stored = store_runs(spark, store)
-    stored_ids = {row["run_id"] for row in stored.select("run_id").collect()}
-    fresh = [r for r in records if r.run_id not in stored_ids]
+    counted = None
+    if store is not None and entries:
+        changed = [r.run_id for r in records if r.run_id in entries]
+        if changed:
+            stored = stored.where(~F.col("run_id").isin(changed))
+        counted = commits(store, exclude=changed)
+        stored_count = len(entries) - len(changed)
+    else:
+        stored_ids = {row["run_id"] for row in stored.select("run_id").collect()}
+        records = [r for r in records if r.run_id not in stored_ids]
+        stored_count = len(stored_ids)
     say(
-        f"extract: {len(records)} run folders, {len(stored_ids)} runs in the store, "
-        f"{sum(r.problem is not None for r in fresh)} unreadable"
+        f"extract: {len(folders)} run folders, {stored_count} runs from the store, "
+        f"{len(records)} read from their folders ({sum(r.problem is not None for r in records)}"
+        " unreadable)"
     )
-    runs = stored.drop("batch").unionByName(runs_frame(spark, fresh))
-    folders = [r.folder for r in fresh if r.problem is None]
-    histogram = latency_histogram(
-        message_latencies(read_history_jsonl(spark, folders).select(*LATENCY_COLUMNS))
-    )
-    if stored_ids:
-        compacted = store_latency(spark, store, stored)
-        if compacted is None:
-            compacted = latency_histogram(message_latencies(store_history(spark, store, stored)))
-        histogram = compacted.unionByName(histogram) if folders else compacted
-    return Inputs(with_labels(runs), histogram, len(stored_ids), len(fresh))
+    runs = stored.drop("batch").unionByName(runs_frame(spark, records))
+    sources = columnar_sources([r.folder for r in records if r.problem is None], say)
+    histogram = sources_histogram(spark, sources)
+    if stored_count:
+        compacted = _stored_histogram(spark, store, stored, counted)
+        histogram = compacted.unionByName(histogram) if sources.folders else compacted
+    return Inputs(with_labels(runs), histogram, stored_count, len(records))
+
+
+def _stored_histogram(
+    spark: SparkSession, store: Path | None, stored: DataFrame, counted: Commits | None
+) -> DataFrame:
+    """Histograms of the stored runs: rolled up for whole batches, per run for the others
+    (and for a store without a manifest), from the store's history if it has none."""
+    rollup = None if counted is None else store_rollup(spark, store, counted)
+    rows = None if counted is None else counted.rows()
+    if rollup is not None and counted is not None:
+        if not counted.partial:
+            return rollup
+        rows = counted.partial_rows()
+    compacted = store_latency(spark, store, stored, rows=rows)
+    if compacted is None:
+        history = store_history(spark, store, stored, rows=rows)
+        compacted = latency_histogram(message_latencies(history))
+    return compacted if rollup is None else rollup.unionByName(compacted)
 
 
 @dataclass(frozen=True)
@@ -177,7 +211,7 @@ def run_report_job(options: ReportOptions, say: Say) -> Path:
     say(f"spark: starting ({options.master})")
     spark = spark_session(options.master)
     if options.store is not None:
-        compact_records(spark, read_runs(options.runs_dirs), options.store, say=say)
+        compact(options.runs_dirs, options.store, spark=spark, say=say)
     inputs = extract_inputs(spark, options.runs_dirs, options.store, say)
     runs = inputs.runs.cache()
     say("transform: latencies from histories")

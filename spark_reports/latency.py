@@ -7,25 +7,46 @@ Percentiles over millions of messages come from histograms: each latency is roun
 three significant digits (a relative error below 0.5 %) and counted per run, so a group's
 percentile is exact over the rounded values and the per-run histograms are small enough
 to keep. The p-th percentile is the smallest value with at least p % of the group at or
-below it.
+below it. `copies_histogram` computes the same histograms from runs' history.parquet files,
+a run per file inside the tasks.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
+
+from spark_reports.latency_files import HISTOGRAM_ARRAYS, file_histograms
 
 __all__ = [
     "PERCENTILES",
+    "ROLLUP_KEYS",
+    "copies_histogram",
     "histogram_percentiles",
     "latency_histogram",
     "message_latencies",
+    "rolled_up",
     "significant",
 ]
 
 PERCENTILES = (50, 95, 99)
+ROLLUP_KEYS = (
+    "scenario",
+    "target",
+    "backend",
+    "nodes",
+    "master_sync",
+    "replica_sync",
+    "ack_policy",
+    "coalescing_sync",
+    "producers",
+    "consumers",
+    "date",
+    "git_revision",
+)
+"""Every run column a report's latency groups are made of (labels, periods included)."""
 METRICS = ("ack", "receive")
 _NS_PER_MS = 1_000_000.0
 
@@ -104,6 +125,33 @@ def latency_histogram(latencies: DataFrame) -> DataFrame:
         )
         .groupBy("run_id", "metric", "latency_ms")
         .agg(F.count("*").alias("count"))
+    )
+
+
+def copies_histogram(spark: SparkSession, paths: Sequence[str]) -> DataFrame:
+    """`latency_histogram(message_latencies(…))` of the runs whose history.parquet files are
+    `paths`, computed file by file inside the tasks (`latency_files`): no shuffle."""
+    if not paths:
+        empty = spark.createDataFrame([], HISTOGRAM_ARRAYS)
+        return empty.select("run_id", "metric", F.inline(F.arrays_zip("latency_ms", "count")))
+    context = spark.sparkContext
+    slices = max(1, min(len(paths), 4 * context.defaultParallelism))
+    rows = context.parallelize(list(paths), slices).mapPartitions(file_histograms)
+    arrays = spark.createDataFrame(rows, HISTOGRAM_ARRAYS, verifySchema=False)
+    return arrays.select("run_id", "metric", F.inline(F.arrays_zip("latency_ms", "count")))
+
+
+def rolled_up(histogram: DataFrame, runs: DataFrame) -> DataFrame:
+    """`histogram` (per run) summed over the runs that agree on every `ROLLUP_KEYS` column,
+    each sum under the smallest run id among them: far fewer rows, and the same sums for any
+    report group, which is made of those columns (`runs` holds every run of `histogram`)."""
+    representative = F.min("run_id").over(Window.partitionBy(*ROLLUP_KEYS))
+    runs_to = runs.select("run_id", representative.alias("representative"))
+    return (
+        histogram.join(F.broadcast(runs_to), "run_id")
+        .groupBy("representative", "metric", "latency_ms")
+        .agg(F.sum("count").alias("count"))
+        .select(F.col("representative").alias("run_id"), "metric", "latency_ms", "count")
     )
 
 

@@ -27,9 +27,22 @@ PERF_GROUP = ("scenario", "target", "backend", "config", "config_order", "produc
 
 
 def labelled_histogram(histogram: DataFrame, runs: DataFrame, columns: Sequence[str]) -> DataFrame:
-    """Histogram rows of readable runs with the runs' `columns` (runs are few: broadcast)."""
+    """The histogram of readable runs summed per `columns` (the runs' values), metric and
+    latency: (*columns, metric, latency_ms, count).
+
+    Histograms are many (a few thousand rows per run) and groups few, so each group gets a
+    small number first (on the runs frame) and the histogram rows are summed by that number;
+    the group's columns are put back on the sums.
+    """
     readable = runs.where(F.col("problem").isNull()).select("run_id", *columns)
-    return histogram.join(F.broadcast(readable), "run_id")
+    numbered = readable.withColumn("group", F.dense_rank().over(Window.orderBy(*columns)))
+    groups = numbered.select("group", *columns).distinct()
+    sums = (
+        histogram.join(F.broadcast(numbered.select("run_id", "group")), "run_id")
+        .groupBy("group", "metric", "latency_ms")
+        .agg(F.sum("count").alias("count"))
+    )
+    return sums.join(F.broadcast(groups), "group").select(*columns, "metric", "latency_ms", "count")
 
 
 def performance_table(runs: DataFrame, histogram: DataFrame) -> DataFrame:
@@ -46,10 +59,12 @@ def performance_table(runs: DataFrame, histogram: DataFrame) -> DataFrame:
             "throughput_kib_s"
         ),
     )
-    labelled = labelled_histogram(histogram, runs, PERF_GROUP)
-    latency = histogram_percentiles(labelled, PERF_GROUP)
+    # One pass over the histograms: the sums per group and latency feed both the
+    # percentiles and the count of unmatched acknowledgements.
+    counts = labelled_histogram(histogram, runs, PERF_GROUP)
+    latency = histogram_percentiles(counts, PERF_GROUP)
     unmatched = (
-        labelled.where(F.col("metric") == "ack_unmatched")
+        counts.where(F.col("metric") == "ack_unmatched")
         .groupBy(*PERF_GROUP)
         .agg(F.sum("count").alias("ack_unmatched"))
     )

@@ -19,7 +19,14 @@ from typing import Any
 from lab.ground.errors import InputError, UsageError
 from lab.ground.spec import RunSpec
 
-__all__ = ["RUN_FILES", "RunRecord", "find_run_folders", "read_run", "read_runs"]
+__all__ = [
+    "RUN_FILES",
+    "RunRecord",
+    "find_run_folders",
+    "list_run_folders",
+    "read_run",
+    "read_runs",
+]
 
 RUN_FILES = ("spec.json", "history.jsonl", "events.jsonl", "result.json")
 _STAMP = re.compile(r"^(\d{4})(\d{2})(\d{2})T(\d{6})Z-\d+(\.\d+)?$")
@@ -211,6 +218,13 @@ def read_run(folder: Path) -> RunRecord:
             problem=f"run did not finish: {_first_line(result['error'])}",
             reproduce=str(result.get("reproduce", "")) or None,
         )
+    if result.get("verdict") == "interrupted":
+        reasons = result.get("reasons") or ["interrupted"]
+        return replace(
+            record,
+            problem=f"run was {_first_line(reasons[0])}",
+            reproduce=str(result.get("reproduce", "")) or None,
+        )
     try:
         record = _with_result(record, result)
     except (KeyError, TypeError, ValueError) as exc:
@@ -229,15 +243,21 @@ def _first_line(error: object) -> str:
     return lines[0] if lines else type(error).__name__
 
 
-def read_runs(runs_dirs: Iterable[Path]) -> list[RunRecord]:
-    """Every run folder under `runs_dirs`, each run id once (the first directory given wins)."""
+def list_run_folders(runs_dirs: Iterable[Path]) -> list[Path]:
+    """Every run folder under `runs_dirs` (resolved), each run id `<scenario>/<folder>` once:
+    the first directory given wins."""
     seen: set[str] = set()
-    records: list[RunRecord] = []
+    folders: list[Path] = []
     for runs_dir in runs_dirs:
         for folder in find_run_folders(runs_dir):
-            record = read_run(folder.resolve())
-            if record.run_id in seen:
-                continue
-            seen.add(record.run_id)
-            records.append(record)
-    return records
+            resolved = folder.resolve()
+            run_id = f"{resolved.parent.name}/{resolved.name}"
+            if run_id not in seen:
+                seen.add(run_id)
+                folders.append(resolved)
+    return folders
+
+
+def read_runs(runs_dirs: Iterable[Path]) -> list[RunRecord]:
+    """Every run folder under `runs_dirs`, each run id once (the first directory given wins)."""
+    return [read_run(folder) for folder in list_run_folders(runs_dirs)]

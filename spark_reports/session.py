@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -46,13 +47,20 @@ def spark_session(master: str = DEFAULT_MASTER, *, app_name: str = "lab-report")
     starts, so it is set before the first session of the process) and shuffles into few
     partitions; a remote cluster keeps its own network settings.
     """
-    log_option = f"-Dlog4j2.configurationFile={_log_config_file().as_uri()}"
+    # Python tasks (the per-run latency histograms) run this interpreter, which has the lab's
+    # packages: on a cluster, the same path on every executor.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    java_options = f"-Dlog4j2.configurationFile={_log_config_file().as_uri()}"
+    if _on_this_machine(master):
+        # A report is many short jobs: C2's compilations cost more CPU than they save
+        # (about a third of the CPU on two cores), so the JVM compiles with C1 only.
+        java_options += " -XX:TieredStopAtLevel=1"
     builder = (
         SparkSession.builder.master(master)
         .appName(app_name)
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.extraJavaOptions", log_option)
+        .config("spark.driver.extraJavaOptions", java_options)
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.adaptive.enabled", "true")
         .config("spark.driver.memory", "4g")

@@ -19,6 +19,7 @@ from lab.ground.events import Events
 from lab.ground.faultops import FaultOp
 from lab.ground.nodes import BROKER_REF_TRAITS, TargetTraits
 from lab.ground.spec import Durability, RunSpec, Workload
+from lab.judge.columnar import fresh_history_parquet
 from lab.judge.prediction import Prediction
 from lab.run.cluster import Cluster, NoCluster, RunParts
 from lab.run.reproduce import reproduce_command
@@ -58,6 +59,9 @@ def test_a_run_of_nothing_is_judged_unknown_and_written_whole(tmp_path: Path) ->
     assert result["reproduce"] == outcome.reproduce
     assert outcome.folder.spec.is_file() and outcome.folder.history.is_file()
     assert not list(outcome.folder.path.glob("*.tmp"))
+    # the columnar copies are written at the end of every run, fresh against the JSONL
+    assert fresh_history_parquet(outcome.folder.history) is not None
+    assert (outcome.folder.path / "events.parquet").is_file()
 
 
 def test_a_run_whose_cluster_fails_says_how_to_reproduce_it(tmp_path: Path) -> None:

@@ -76,6 +76,7 @@ def test_a_run_stopped_mid_fault_heals_it_and_says_so(tmp_path: Path, sig: signa
     heal = [e for e in applied if e.get("phase") == "applied" and e["action"] == "stop"]
     assert [(e["id"], e["ok"]) for e in heal] == [("stall", True)]
     assert leftovers_of(folder) == []
+    assert (folder / "history.parquet").is_file()  # an interrupted run has its copies too
     assert run_lab("check", str(folder), cwd=tmp_path).returncode in (0, 1, 3)
 
 

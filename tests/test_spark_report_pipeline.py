@@ -50,6 +50,18 @@ def test_a_torn_last_line_in_a_finished_run_is_a_problem(tmp_path: Path) -> None
     assert read_run(folder).problem == "torn last line in events.jsonl"
 
 
+def test_an_interrupted_run_is_named_not_counted(tmp_path: Path) -> None:
+    synthesize_runs(tmp_path, runs=1, operations_per_run=120, seed=5, partial=0)
+    folder = store_run_folder(tmp_path)
+    result = json.loads((folder / "result.json").read_text())
+    result["verdict"] = "interrupted"
+    result["reasons"] = ["interrupted by SIGTERM in phase faults"]
+    (folder / "result.json").write_text(json.dumps(result))
+    record = read_run(folder)
+    assert record.problem == "run was interrupted by SIGTERM in phase faults"
+    assert record.verdict is None
+
+
 def store_run_folder(root: Path) -> Path:
     (folder,) = [p for p in root.glob("*/*") if p.is_dir()]
     return folder

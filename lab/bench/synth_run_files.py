@@ -53,6 +53,7 @@ class Plan:
     operations: int
     lose: int
     defect: Defect | None
+    copies: bool = True
 
 
 @dataclass(frozen=True)

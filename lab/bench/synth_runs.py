@@ -2,7 +2,8 @@
 
 `synthesize_runs(root, runs=N, operations_per_run=K, seed=S)` writes N run folders
 `root/<scenario>/<stamp>-<seed>/` with spec.json, schedule.jsonl, history.jsonl,
-events.jsonl and result.json, deterministic for S:
+events.jsonl and result.json, and (`copies`) the Parquet copies the runner writes at the end
+of a run (not for a killed run), deterministic for S:
 
     durability-throughput   no faults; every durability configuration of the seeds'
                             performance table (1 node = "No HA", five 2-node ones) and
@@ -26,7 +27,7 @@ import random
 import shlex
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,7 @@ from lab.bench.synth_run_files import (
     result_of,
     spec_of,
 )
+from lab.judge.columnar import write_columnar_copies
 
 __all__ = ["CONFIGS", "REVISIONS", "SynthConfig", "SynthStore", "synthesize_runs"]
 
@@ -81,6 +83,7 @@ def synthesize_runs(
     partial: int = 4,
     days: int = 5,
     workers: int = 1,
+    copies: bool = True,
     say: Callable[[str], None] = lambda text: None,
 ) -> SynthStore:
     """Write `runs` run folders under `root` (about `operations_per_run` history lines each)."""
@@ -89,7 +92,7 @@ def synthesize_runs(
     rng = random.Random(seed)
     defective = dict(zip(rng.sample(range(runs), min(partial, runs)), DEFECTS * runs, strict=False))
     plans = [
-        _plan(root, number, runs, days, operations_per_run, defective, rng)
+        replace(_plan(root, number, runs, days, operations_per_run, defective, rng), copies=copies)
         for number in range(runs)
     ]
     written = 0
@@ -184,4 +187,6 @@ def _write_run(plan: Plan) -> int:
         result = result_of(plan, timeline, reproduce)
     if plan.defect != "no-result":
         (folder / "result.json").write_text(json.dumps(result, indent=2) + "\n", "utf-8")
+        if plan.copies:
+            write_columnar_copies(folder)
     return len(lines)

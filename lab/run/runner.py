@@ -28,6 +28,7 @@ from lab.ground.files import write_json
 from lab.ground.paths import LAB_ROOT
 from lab.ground.spec import RunSpec, git_revision
 from lab.judge.checker import CheckResult
+from lab.judge.columnar import write_columnar_copies
 from lab.judge.metrics import RunMetrics
 from lab.judge.prediction import Verdict
 from lab.judge.result import Interruption, Judgement, ReplayOf, RunResult, judge_run
@@ -285,6 +286,7 @@ def run_scenario(
                 run.execute()
             except BaseException as exc:
                 how = _interruption(exc, run)
+                _write_copies(folder)
                 if how is None:
                     RunResult.failed(spec, exc, reproduce, replay_of).write(folder.result)
                 else:
@@ -295,10 +297,18 @@ def run_scenario(
                 raise
     finally:
         unregister(entry)
+    _write_copies(folder)
     prediction = parts.scenario.prediction_for(spec)
     judgement = judge_run(folder.history, folder.events, prediction, parts.target)
     RunResult.judged(spec, judgement, reproduce, replay_of).write(folder.result)
     return RunOutcome(folder, spec, judgement, reproduce)
+
+
+def _write_copies(folder: RunFolder) -> None:
+    """history.parquet and events.parquet beside the JSONL. A history the copies cannot be
+    made from is left to the judge to report; a missing copy is rebuilt when one is needed."""
+    with contextlib.suppress(LabError, OSError, ValueError):
+        write_columnar_copies(folder.path)
 
 
 def _interruption(exc: BaseException, run: _Run) -> Interruption | None:
