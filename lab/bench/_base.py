@@ -21,7 +21,8 @@ class Benchmark:
     `run_against(say, target)`, which measures broker_ref in the same run and prints
     both figures, so the two are compared on one machine at one time; one that can
     measure broker_ref in another HA mode has `run_mode(say, mode)` (`lab bench NAME
-    --mode active-passive`).
+    --mode active-passive`). One whose length a user chooses has `size_option` (`runs`
+    or `minutes`: `lab bench NAME --runs N`) and `run_sized(say, backend, size)`.
     """
 
     name: str
@@ -30,3 +31,5 @@ class Benchmark:
     run_on: Callable[[Say, str], str] | None = None
     run_against: Callable[[Say, str], str] | None = None
     run_mode: Callable[[Say, str], str] | None = None
+    run_sized: Callable[[Say, str, int], str] | None = None
+    size_option: str | None = None

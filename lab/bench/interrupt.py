@@ -180,4 +180,6 @@ BENCHMARK = Benchmark(
     description="runs of random interrupted at random moments (SIGINT/SIGTERM/SIGKILL): N/N clean",
     run=lambda say: run_n(say, DEFAULT_RUNS),
     run_on=lambda say, backend: run_n(say, DEFAULT_RUNS, backend),
+    run_sized=lambda say, backend, runs: run_n(say, runs, backend),
+    size_option="runs",
 )

@@ -12,6 +12,7 @@ from lab.bench import (
     interrupt,
     report,
     shrink,
+    soak,
     startup,
     throughput,
 )
@@ -32,6 +33,7 @@ BENCHMARKS: Mapping[str, Benchmark] = {
         campaign.BENCHMARK,
         shrink.BENCHMARK,
         interrupt.BENCHMARK,
+        soak.BENCHMARK,
     )
 }
 

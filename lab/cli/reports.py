@@ -33,6 +33,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Comman
         default="replicated-group",
         help="replicated-group (default) or active-passive (measured on local processes)",
     )
+    size = bench.add_mutually_exclusive_group()
+    size.add_argument(
+        "--runs", type=_positive, help="how many runs, for a benchmark made of runs (interrupt)"
+    )
+    size.add_argument(
+        "--minutes", type=_positive, help="how many minutes, for a benchmark of a length (soak)"
+    )
 
     allure = sub.add_parser("allure", help="an Allure HTML report from pytest's --alluredir")
     allure.add_argument("results_dir", type=Path)
@@ -56,6 +63,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Comman
     return {"report": _cmd_report, "bench": _cmd_bench, "allure": _cmd_allure}
 
 
+def _positive(text: str) -> int:
+    try:
+        number = int(text)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number ≥ 1, not {text!r}")
+    return number
+
+
 def _cmd_report(args: argparse.Namespace) -> int:
     from spark_reports.cli import run_report
 
@@ -72,6 +89,10 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     from lab.ground.spec import BACKENDS, TARGETS
 
     bench = benchmark_named(args.name)
+    sized = [(name, value) for name in ("runs", "minutes") if (value := getattr(args, name))]
+    if sized and bench.size_option != sized[0][0]:
+        takes = f"--{bench.size_option}" if bench.size_option else "no length option"
+        raise UsageError(f"benchmark {bench.name!r} takes {takes}, not --{sized[0][0]}")
     if args.backend not in BACKENDS:
         raise UsageError(f"unknown backend {args.backend!r} (known: {', '.join(BACKENDS)})")
     if args.target not in TARGETS:
@@ -92,6 +113,10 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         if args.backend != "process":
             raise UsageError("a benchmark against another target runs on local processes")
         figure = bench.run_against(say, args.target)
+    elif sized and bench.run_sized is not None:
+        if args.backend != "process" and bench.run_on is None:
+            raise UsageError(f"benchmark {bench.name!r} runs on the process backend only")
+        figure = bench.run_sized(say, args.backend, sized[0][1])
     elif args.backend == "process":
         figure = bench.run(say)
     elif bench.run_on is None:
