@@ -1,8 +1,8 @@
-"""Faults only containers can have: a full disk, and a node cut off its network.
+"""Faults that need a cluster's own abilities: a full disk, and a node cut off its network.
 
-Each needs its own ability of the cluster (`DiskFillable`, `Disconnectable`), which
-the Docker backend has and the process backend has not: a schedule with these
-faults needs `--backend docker`. Both heals are idempotent.
+Each needs its ability (`DiskFillable`, `Disconnectable`): the Docker backend has both;
+the process backend can fill a disk when the run mounted size-limited ones (as root), and
+cannot disconnect a node. Both heals are idempotent.
 """
 
 from __future__ import annotations
@@ -38,7 +38,9 @@ class Disconnectable(Protocol):
 
 
 def _as_disk_fillable(cluster: object, kind: str) -> DiskFillable:
-    return require_ability(cluster, DiskFillable, kind, "whose disks can be filled (docker)")
+    return require_ability(
+        cluster, DiskFillable, kind, "whose disks can be filled (docker, or processes as root)"
+    )
 
 
 def _as_disconnectable(cluster: object, kind: str) -> Disconnectable:

@@ -44,6 +44,11 @@ def _cluster_factory(target: Target) -> ClusterFactory:
             work_dir,
             events=events,
             group=spec.group,
+            disk_mb=target.data_disk_mb if _fills_a_disk(spec) else None,
         )
 
     return make
+
+
+def _fills_a_disk(spec: RunSpec) -> bool:
+    return any(op.fault == "disk_fill" for op in spec.schedule)

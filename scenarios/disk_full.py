@@ -2,8 +2,9 @@
 
 Disk space requirements (java-broker-ha-0.18-two-node.txt, 1.6.10): while a replica
 is down the master keeps the log it will need, and the disk may fill. The lab fills
-the master's data volume to ENOSPC (a Docker backend fault: each node's data lives
-on a size-limited tmpfs) and frees it later.
+the master's data disk to ENOSPC and frees it later: each node's data lives on a
+size-limited tmpfs (a Docker volume in containers; on local processes a tmpfs the run
+mounts on each data folder, as root).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def _fill_with_a_replica_down(spec: RunSpec, rng: random.Random) -> tuple[FaultO
 
 DISK_FULL = Scenario(
     name="disk-full",
-    summary="J12: a replica down, fill the master's disk, free it (Docker backend)",
+    summary="J12: a replica down, fill the master's disk, free it (Docker, or processes as root)",
     prediction=Prediction(
         text="a full disk refuses publishes (rejected, resource-limit-exceeded) instead of "
         "acknowledging and then dropping them; no acknowledged message lost; service "
@@ -50,5 +51,5 @@ DISK_FULL = Scenario(
     schedule=_fill_with_a_replica_down,
     topology=Topology(nodes=3),
     workload=Workload(producers=2, consumers=1, rate=100.0, duration_s=16.0),
-    backends=("docker",),
+    backends=("docker", "process"),
 )

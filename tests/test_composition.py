@@ -149,8 +149,6 @@ def test_composition_refuses_what_cannot_run_before_anything_starts() -> None:
         parts_for("nope", "process", "broker_ref")
     with pytest.raises(UsageError, match="unknown target 'rabbit'"):
         parts_for("master-failure", "process", "rabbit")
-    with pytest.raises(UsageError, match="runs on the docker backend, not 'process'"):
-        parts_for("disk-full", "process", "broker_ref")
     parts = parts_for("master-failure", "process", "broker_ref")
     assert parts.scenario.name == "master-failure" and parts.target == BROKER_REF_TRAITS
 

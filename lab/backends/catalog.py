@@ -30,7 +30,10 @@ def make_cluster(
     detached: bool = False,
     toxiproxy_port: int | None = None,
     group: GroupSettings | None = None,
+    disk_mb: int | None = None,
 ) -> Cluster:
+    """The cluster; `disk_mb`: size-limited node disks for a schedule that fills one (the
+    process backend mounts them only then; containers always have them)."""
     if backend not in BACKENDS:
         raise UsageError(f"unknown backend {backend!r} (known: {', '.join(BACKENDS)})")
     if topology.nodes < 1:
@@ -50,4 +53,5 @@ def make_cluster(
         detached=detached,
         toxiproxy_port=toxiproxy_port,
         group=group,
+        disk_mb=disk_mb,
     )

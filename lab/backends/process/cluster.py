@@ -8,10 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from lab.backends.managed import VIP, ManagedCluster
+from lab.backends.process.disks import NodeDisks, disk_refusal
 from lab.backends.process.node import NodeProcess
 from lab.backends.toxiproxy import ProxyInfo, ToxiproxyClient, start_server
 from lab.ground.children import popen_options
-from lab.ground.errors import LabError
+from lab.ground.errors import ClusterError, LabError
 from lab.ground.events import Events, NoEvents
 from lab.ground.nodes import ClusterPlan, NodePlan
 from lab.ground.ports import HOST, require_free
@@ -44,6 +45,7 @@ class ProcessCluster(ManagedCluster[NodeProcess]):
         detached: bool = False,
         toxiproxy_port: int | None = None,
         group: GroupSettings | None = None,
+        disk_mb: int | None = None,
     ) -> None:
         self.topology = topology
         self.durability = durability
@@ -60,6 +62,8 @@ class ProcessCluster(ManagedCluster[NodeProcess]):
         self.nodes: dict[str, NodeProcess] = {}
         self.plan: ClusterPlan | None = None
         self._reserved: list[int] = []
+        # Size-limited data disks, only for a run whose schedule fills one (J12): as root.
+        self.disks = None if disk_mb is None else NodeDisks(disk_mb)
 
     # -- life cycle ---------------------------------------------------------------------------
 
@@ -69,6 +73,7 @@ class ProcessCluster(ManagedCluster[NodeProcess]):
             self.target.prepare()
             self._start_toxiproxy()
             self._plan_and_proxy()
+            self._mount_disks()
             self._start_nodes()
             self._start_manager()
             return self.wait_ready(timeout_s or self.target.ready_timeout_s)
@@ -137,6 +142,21 @@ class ProcessCluster(ManagedCluster[NodeProcess]):
         assert self.plan is not None
         return f"{HOST}:{self.plan.node(name).amqp_port}"
 
+    def check(self) -> None:
+        """Refuse, before anything starts, a group the target cannot form, and size-limited
+        disks where this process cannot mount them."""
+        super().check()
+        refusal = None if self.disks is None else disk_refusal()
+        if refusal is not None:
+            raise ClusterError(refusal)
+
+    def _mount_disks(self) -> None:
+        if self.disks is None:
+            return
+        assert self.plan is not None
+        for plan in self.plan.nodes:
+            self.disks.mount(plan.name, plan.data_dir)
+
     def _start_nodes(self) -> None:
         assert self.plan is not None
         cluster = self.plan
@@ -167,6 +187,36 @@ class ProcessCluster(ManagedCluster[NodeProcess]):
                 self.toxiproxy_proc.wait()
             self.events.emit("toxiproxy.stop", None)
         self._release_ports()
+        if self.disks is not None:
+            errors = self.disks.unmount_all()
+            if errors:
+                raise ClusterError("; ".join(errors))
+
+    # -- size-limited disks (DiskFillable) ------------------------------------------------------
+
+    def fill_disk(self, name: str) -> int:
+        """Fill the node's data disk to ENOSPC with one file; return the bytes written."""
+        self.node(name)
+        written = self._disks().fill(name)
+        self.events.emit("disk.fill", name, bytes=written)
+        return written
+
+    def free_disk(self, name: str) -> None:
+        """Delete the fill file; nothing to do when there is none."""
+        self.node(name)
+        self._disks().free(name)
+        self.events.emit("disk.free", name)
+
+    def disk_free_bytes(self, name: str) -> int:
+        return self._disks().free_bytes(name)
+
+    def _disks(self) -> NodeDisks:
+        if self.disks is None:
+            raise ClusterError(
+                "this cluster's nodes have no size-limited disks (a run mounts them only when "
+                "its schedule fills a disk)"
+            )
+        return self.disks
 
     # -- what clients and faults use ---------------------------------------------------------
 
