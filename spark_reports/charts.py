@@ -1,18 +1,37 @@
-"""Charts as PNG bytes (matplotlib's Agg canvas, no pyplot, no global backend)."""
+"""Charts as PNG bytes (matplotlib's Agg canvas, no pyplot, no global backend).
+
+`bar_figure` and `line_figure` first decide whether a chart is worth drawing
+(`figure_kind`): with nothing to draw they return a sentence saying so, and with a single
+value they return that value in words; only otherwise a PNG.
+"""
 
 from __future__ import annotations
 
 import io
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
+from matplotlib.figure import Figure as _Figure
+from matplotlib.ticker import MaxNLocator
 
-__all__ = ["Series", "bar_chart", "line_chart"]
+__all__ = [
+    "Bands",
+    "FigureKind",
+    "Plot",
+    "Series",
+    "bar_chart",
+    "bar_figure",
+    "figure_kind",
+    "in_words",
+    "line_chart",
+    "line_figure",
+]
 
 Series = Mapping[str, Sequence[float | None]]
 """Named series over the same x labels; None leaves a gap."""
+Bands = Mapping[str, tuple[Sequence[float | None], Sequence[float | None]]]
+"""Per series name, the low and high bound at each x label (None: no band there)."""
 
 
 def _label_ticks(axes: Any, x_labels: Sequence[str]) -> None:
@@ -28,7 +47,7 @@ def _label_ticks(axes: Any, x_labels: Sequence[str]) -> None:
             tick.set_horizontalalignment("right")
 
 
-def _png(figure: Figure) -> bytes:
+def _png(figure: _Figure) -> bytes:
     FigureCanvasAgg(figure)
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=96, bbox_inches="tight")
@@ -36,19 +55,48 @@ def _png(figure: Figure) -> bytes:
 
 
 def line_chart(
-    title: str, x_labels: Sequence[str], series: Series, y_label: str, *, log_y: bool = False
+    title: str,
+    x_labels: Sequence[str],
+    series: Series,
+    y_label: str,
+    *,
+    log_y: bool = False,
+    bands: Bands | None = None,
+    y_range: tuple[float, float] | None = None,
 ) -> bytes:
-    """One line per series over categorical x labels."""
-    figure = Figure(figsize=(8.0, 4.2))
+    """One line per series over categorical x labels; a series' band (low, high), when given,
+    is shaded behind its line (an interval, such as a confidence interval)."""
+    figure = _Figure(figsize=(8.0, 4.2))
     axes = figure.add_subplot()
     positions = list(range(len(x_labels)))
     for name, values in series.items():
         points = [(x, v) for x, v in zip(positions, values, strict=True) if v is not None]
-        if points:
-            axes.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=name)
+        if not points:
+            continue
+        (line,) = axes.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=name)
+        low, high = (bands or {}).get(name, ((), ()))
+        spans = [
+            (x, lo, hi)
+            for x, lo, hi in zip(positions, low, high, strict=False)
+            if lo is not None and hi is not None
+        ]
+        if spans:
+            xs, lows, highs = zip(*spans, strict=True)
+            axes.fill_between(xs, lows, highs, color=line.get_color(), alpha=0.15, linewidth=0)
+            axes.errorbar(
+                xs,
+                [(lo + hi) / 2 for lo, hi in zip(lows, highs, strict=True)],
+                yerr=[(hi - lo) / 2 for lo, hi in zip(lows, highs, strict=True)],
+                fmt="none",
+                ecolor=line.get_color(),
+                alpha=0.5,
+                capsize=3,
+            )
     _label_ticks(axes, x_labels)
     axes.set_title(title)
     axes.set_ylabel(y_label)
+    if y_range is not None:
+        axes.set_ylim(*y_range)
     if log_y:
         axes.set_yscale("log")
     axes.grid(True, alpha=0.3)
@@ -59,7 +107,7 @@ def line_chart(
 
 def bar_chart(title: str, x_labels: Sequence[str], series: Series, y_label: str) -> bytes:
     """Grouped bars: one group per x label, one bar per series."""
-    figure = Figure(figsize=(8.0, 4.2))
+    figure = _Figure(figsize=(8.0, 4.2))
     axes = figure.add_subplot()
     count = max(1, len(series))
     width = 0.8 / count
@@ -68,6 +116,8 @@ def bar_chart(title: str, x_labels: Sequence[str], series: Series, y_label: str)
         heights = [0.0 if v is None else v for v in values]
         axes.bar(xs, heights, width=width, label=name)
     _label_ticks(axes, x_labels)
+    if all(float(v).is_integer() for values in series.values() for v in values if v is not None):
+        axes.yaxis.set_major_locator(MaxNLocator(integer=True))
     axes.axhline(0.0, color="black", linewidth=0.6)
     axes.set_title(title)
     axes.set_ylabel(y_label)
@@ -75,3 +125,84 @@ def bar_chart(title: str, x_labels: Sequence[str], series: Series, y_label: str)
     if series:
         axes.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return _png(figure)
+
+
+Plot = bytes | str
+"""What a chart becomes on the page: a PNG, or a sentence when a chart would say nothing."""
+FigureKind = Literal["empty", "number", "chart"]
+
+
+def _points(series: Series, *, zero_is_empty: bool) -> list[tuple[str, int, float]]:
+    return [
+        (name, x, value)
+        for name, values in series.items()
+        for x, value in enumerate(values)
+        if value is not None and not (zero_is_empty and value == 0)
+    ]
+
+
+def figure_kind(series: Series, *, zero_is_empty: bool = False, lines: bool = False) -> FigureKind:
+    """`empty` when there is no value (with `zero_is_empty`, no value but zero: counts of
+    nothing); `number` for a single bar, or lines with values at one x label only;
+    else `chart`."""
+    points = _points(series, zero_is_empty=zero_is_empty)
+    if not points:
+        return "empty"
+    if lines:
+        return "number" if len({x for _, x, _ in points}) == 1 else "chart"
+    bars = sum(1 for values in series.values() for v in values if v is not None)
+    return "number" if bars == 1 else "chart"
+
+
+def _number(value: float) -> str:
+    return f"{value:,.3f}".rstrip("0").rstrip(".")
+
+
+def in_words(title: str, x_labels: Sequence[str], series: Series, unit: str) -> str:
+    """The chart's values as a sentence: `title: 3.2 s (label, series); …`."""
+    parts = []
+    for name, values in series.items():
+        for label, value in zip(x_labels, values, strict=True):
+            if value is not None:
+                where = ", ".join(p for p in (label.replace("\n", " "), name) if p)
+                parts.append(f"{_number(value)} {unit} ({where})")
+    return f"{title}: {'; '.join(parts)}."
+
+
+def bar_figure(
+    title: str,
+    x_labels: Sequence[str],
+    series: Series,
+    y_label: str,
+    *,
+    empty: str,
+    zero_is_empty: bool = False,
+) -> Plot:
+    """`bar_chart`, or `empty` when there is nothing to draw, or the one value in words."""
+    kind = figure_kind(series, zero_is_empty=zero_is_empty)
+    if kind == "empty":
+        return empty
+    if kind == "number":
+        return in_words(title, x_labels, series, y_label)
+    return bar_chart(title, x_labels, series, y_label)
+
+
+def line_figure(
+    title: str,
+    x_labels: Sequence[str],
+    series: Series,
+    y_label: str,
+    *,
+    empty: str,
+    log_y: bool = False,
+    bands: Bands | None = None,
+    y_range: tuple[float, float] | None = None,
+) -> Plot:
+    """`line_chart`, or `empty` when there is nothing to draw, or the values in words when
+    they sit at a single x label (one point per line is no line)."""
+    kind = figure_kind(series, lines=True)
+    if kind == "empty":
+        return empty
+    if kind == "number":
+        return in_words(title, x_labels, series, y_label)
+    return line_chart(title, x_labels, series, y_label, log_y=log_y, bands=bands, y_range=y_range)

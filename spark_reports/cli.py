@@ -74,5 +74,9 @@ def run_report(args: argparse.Namespace, say: Callable[[str], None]) -> int:
         trend_by=args.trend_by,
     )
     page = run_report_job(options, say)
+    from spark_reports.campaign_job import add_campaign_view
+    from spark_reports.session import spark_session
+
+    add_campaign_view(spark_session(options.master), runs_dirs, out, say)
     say(f"report: {page}")
     return 0

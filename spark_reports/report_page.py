@@ -6,8 +6,8 @@ from collections.abc import Mapping, Sequence
 
 import pyarrow as pa
 
-from spark_reports.charts import bar_chart, line_chart
-from spark_reports.html_page import Section, render_page
+from spark_reports.charts import Plot, bar_figure, line_figure
+from spark_reports.html_page import Section, render_page, split_columns
 
 __all__ = ["report_html"]
 
@@ -43,25 +43,32 @@ def _series(
     return labels, series
 
 
-def _performance_charts(performance: pa.Table) -> list[tuple[str, bytes]]:
+def _performance_charts(performance: pa.Table) -> list[tuple[str, Plot]]:
     charts = []
     groups = _groups(performance, ("scenario", "target", "backend"))
     for (scenario, target, backend), rows in groups.items():
         where = f"{scenario} on {target} ({backend})"
         labels, kib = _series(rows, "throughput_kib_s")
+        title = f"Throughput, {where}"
+        empty = f"{title}: no run measured it."
         charts.append(
-            (f"throughput {where}", line_chart(f"Throughput, {where}", labels, kib, "KiB/s"))
+            (f"throughput {where}", line_figure(title, labels, kib, "KiB/s", empty=empty))
         )
         labels, change = _series(rows, "change_pct", skip_baseline=True)
         title = f"Throughput vs No HA, {where}"
-        charts.append((f"change vs No HA {where}", bar_chart(title, labels, change, "% change")))
+        empty = f"{title}: no single-node (No HA) run at the same client count to compare with."
+        charts.append(
+            (f"change vs No HA {where}", bar_figure(title, labels, change, "%", empty=empty))
+        )
         labels, ack = _series(rows, "ack_p99_ms")
         title = f"send→ack p99, {where}"
-        charts.append((f"send-ack p99 {where}", line_chart(title, labels, ack, "ms", log_y=True)))
+        empty = f"{title}: no acknowledged send."
+        ack_plot = line_figure(title, labels, ack, "ms", empty=empty, log_y=True)
+        charts.append((f"send-ack p99 {where}", ack_plot))
     return charts
 
 
-def _reliability_chart(reliability: pa.Table) -> list[tuple[str, bytes]]:
+def _reliability_chart(reliability: pa.Table) -> list[tuple[str, Plot]]:
     rows = [r for r in reliability.to_pylist() if r["runs"]]
     if not rows:
         return []
@@ -70,12 +77,31 @@ def _reliability_chart(reliability: pa.Table) -> list[tuple[str, bytes]]:
     availability = {"availability %": [_num(r["availability_pct"]) for r in rows]}
     broken = {"broken runs": [_num(r["broken"]) for r in rows]}
     return [
-        ("availability", bar_chart("Availability by group", short, availability, "%")),
-        ("broken runs", bar_chart("Broken runs by group", short, broken, "runs")),
+        (
+            "availability",
+            bar_figure(
+                "Availability by group",
+                short,
+                availability,
+                "%",
+                empty="Availability by group: no run had a workload to measure it over.",
+            ),
+        ),
+        (
+            "broken runs",
+            bar_figure(
+                "Broken runs by group",
+                short,
+                broken,
+                "runs",
+                empty=f"Broken runs by group: none of the {len(rows)} groups has a broken run.",
+                zero_is_empty=True,
+            ),
+        ),
     ]
 
 
-def _trend_charts(trend: pa.Table) -> list[tuple[str, bytes]]:
+def _trend_charts(trend: pa.Table) -> list[tuple[str, Plot]]:
     charts = []
     rows = [r for r in trend.to_pylist() if r["runs"]]
     for scenario, scenario_rows in _groups(pa.Table.from_pylist(rows), ("scenario",)).items():
@@ -94,12 +120,9 @@ def _trend_charts(trend: pa.Table) -> list[tuple[str, bytes]]:
                     name = f"{nodes}n {durability} {producers}/{consumers}"
                     series[name] = [by_period.get(p[1]) for p in periods]
             if series:
-                charts.append(
-                    (
-                        f"{value} trend {scenario[0]}",
-                        line_chart(f"{value} by period, {scenario[0]}", labels, series, unit),
-                    )
-                )
+                title = f"{value} by period, {scenario[0]}"
+                plot = line_figure(title, labels, series, unit, empty=f"{title}: no value.")
+                charts.append((f"{value} trend {scenario[0]}", plot))
     return charts
 
 
@@ -119,7 +142,23 @@ def report_html(tables: Mapping[str, pa.Table], summary: Sequence[str]) -> str:
             "Per scenario × target × backend × nodes × durability. Availability is "
             "1 − Σ unavailable / Σ workload seconds; failover percentiles are over every "
             "fault of the group's runs.",
-            (("", reliability),),
+            split_columns(
+                reliability,
+                ("scenario", "target", "backend", "nodes", "durability"),
+                (
+                    "runs",
+                    "held",
+                    "broken",
+                    "unknown",
+                    "unreadable",
+                    "acknowledged_lost",
+                    "duplicated",
+                    "resurrected",
+                    "unexpected",
+                    "two_masters_runs",
+                ),
+                ("Verdicts and messages", "Availability and failover"),
+            ),
             tuple(_reliability_chart(reliability)),
         ),
         Section(
@@ -138,7 +177,12 @@ def report_html(tables: Mapping[str, pa.Table], summary: Sequence[str]) -> str:
                 ("Throughput change vs No HA (%)", tables["performance_change_pct"]),
                 ("Throughput (KiB/s)", tables["performance_kib_s"]),
                 ("send→ack p99 (ms)", tables["performance_ack_p99_ms"]),
-                ("All figures", tables["performance"]),
+                *split_columns(
+                    tables["performance"],
+                    ("scenario", "target", "backend", "config", "clients"),
+                    ("runs", "throughput_msgs_s", "throughput_kib_s", "change_pct"),
+                    ("All figures: throughput", "All figures: latency"),
+                ),
             ),
             tuple(_performance_charts(tables["performance"])),
         ),
@@ -146,7 +190,24 @@ def report_html(tables: Mapping[str, pa.Table], summary: Sequence[str]) -> str:
             "Trend",
             "The same figures per period, and the regressions between consecutive periods "
             "of a configuration.",
-            (("Regressions", regressions), ("By period", tables["trend"])),
+            (
+                ("Regressions", regressions),
+                *split_columns(
+                    tables["trend"],
+                    (
+                        "scenario",
+                        "target",
+                        "backend",
+                        "nodes",
+                        "durability",
+                        "producers",
+                        "consumers",
+                        "period",
+                    ),
+                    ("runs", "held", "broken", "unknown", "unreadable", "verdict"),
+                    ("By period: verdicts", "By period: figures"),
+                ),
+            ),
             tuple(_trend_charts(tables["trend"])),
         ),
         Section(

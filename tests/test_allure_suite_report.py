@@ -17,6 +17,7 @@ from typing import Any
 
 import matplotlib.image
 import pytest
+from chromium import CHROMIUM_FLAGS, chromium
 from conftest import ROOT, run_lab
 
 from lab.ground.errors import SetupError
@@ -73,42 +74,6 @@ def test_allure_command_names_what_is_missing(
 
 
 # --- a real suite run, its HTML report, opened in headless Chromium ---
-
-CHROMIUM_FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-component-update",
-    "--disable-sync",
-)
-
-
-def _chromium() -> str:
-    """Debian's chromium, installed with apt-get when missing (root only), or a skip."""
-    found = shutil.which("chromium")
-    if found:
-        return found
-    if os.geteuid() != 0 or shutil.which("apt-get") is None:
-        pytest.skip("needs chromium: not installed, and not root to apt-get install chromium")
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    install = [
-        "apt-get", "-o", "DPkg::Lock::Timeout=600", "install", "-y", "-q",
-        "--no-install-recommends", "chromium",
-    ]  # fmt: skip
-    done = subprocess.run(install, env=env, capture_output=True, text=True, timeout=1200)
-    if done.returncode != 0:  # the package lists may be missing or stale
-        subprocess.run(
-            ["apt-get", "-o", "DPkg::Lock::Timeout=600", "update", "-q"],
-            env=env, capture_output=True, text=True, timeout=600,
-        )  # fmt: skip
-        done = subprocess.run(install, env=env, capture_output=True, text=True, timeout=1200)
-    found = shutil.which("chromium")
-    if done.returncode != 0 or not found:
-        pytest.skip(f"chromium could not be installed with apt-get: {done.stderr.strip()[-300:]}")
-    return found
 
 
 class _QuietHandler(SimpleHTTPRequestHandler):
@@ -189,11 +154,11 @@ def test_suite_report_opens_in_chromium(tmp_path: Path) -> None:
     environment = json.loads((out / "widgets" / "environment.json").read_text())
     assert {"name": "seed", "values": ["20261121"]} in environment
 
-    chromium = _chromium()
+    browser = chromium()
     with _serving(out) as base:
-        suites = _dump_dom(chromium, f"{base}/index.html#suites", tmp_path / "profile")
+        suites = _dump_dom(browser, f"{base}/index.html#suites", tmp_path / "profile")
         page = _dump_dom(
-            chromium, f"{base}/index.html#testresult/{case['uid']}", tmp_path / "profile"
+            browser, f"{base}/index.html#testresult/{case['uid']}", tmp_path / "profile"
         )
     assert ">single node<" in suites  # the family, the top of the suites tree (collapsed)
     assert "test_scenario_holds_its_prediction[single-node-crash]" in page

@@ -237,14 +237,22 @@ def result_of(plan: Plan, timeline: Timeline, reproduce: str) -> dict[str, Any]:
             }
         )
     unavailable = round(sum(w["seconds"] for w in windows), 3)
+    two_masters = broken and plan.seed % 2 == 0
+    reasons = [f"{lost} acknowledged messages lost"] if broken else []
+    kinds = ["lost"] if broken else []
+    if two_masters:
+        reasons.append("two nodes were MASTER at the same time")
+        kinds.append("two-masters")
     return {
-        "v": 1,
+        "v": 2,
         "scenario": plan.scenario,
         "seed": plan.seed,
         "target": "broker_ref",
         "backend": "process",
+        "mode": "replicated-group",
         "verdict": "broken" if broken else "held",
-        "reasons": [f"{lost} acknowledged messages lost"] if broken else [],
+        "reasons": reasons,
+        "violations": sorted(kinds),
         "prediction": "no acknowledged message is lost",
         "check": {
             "valid": not broken,
@@ -272,7 +280,7 @@ def result_of(plan: Plan, timeline: Timeline, reproduce: str) -> dict[str, Any]:
             "unavailable_longest_s": max((w["seconds"] for w in windows), default=0.0),
             "failover_s": [] if timeline.failover_s is None else [timeline.failover_s],
             "masters": [{"time_s": 0.3, "node": "n1", "role": "MASTER"}],
-            "two_masters_seen": broken and plan.seed % 2 == 0,
+            "two_masters_seen": two_masters,
         },
         "reproduce": reproduce,
     }

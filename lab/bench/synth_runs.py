@@ -14,9 +14,10 @@ of a run (not for a killed run), deterministic for S:
                             run in six loses acknowledged messages (broken), later lab
                             revisions fail over more slowly
 
-The runs spread over `days` UTC days and three lab revisions. `partial` runs are defective
-the ways a real store is: killed (torn last history line, no result.json), a result.json
-with an `error`, an unparsable spec.json, a missing result.json.
+The runs spread over `days` UTC days from `start` and three lab revisions. `partial` runs
+are defective the ways a real store is: killed (torn last history line, no result.json), a
+result.json with an `error`, an unparsable spec.json, a missing result.json. A broken run's
+result.json names its violation kinds (`lost`, and `two-masters` for one in two).
 """
 
 from __future__ import annotations
@@ -84,6 +85,7 @@ def synthesize_runs(
     days: int = 5,
     workers: int = 1,
     copies: bool = True,
+    start: dt.datetime = START,
     say: Callable[[str], None] = lambda text: None,
 ) -> SynthStore:
     """Write `runs` run folders under `root` (about `operations_per_run` history lines each)."""
@@ -92,7 +94,10 @@ def synthesize_runs(
     rng = random.Random(seed)
     defective = dict(zip(rng.sample(range(runs), min(partial, runs)), DEFECTS * runs, strict=False))
     plans = [
-        replace(_plan(root, number, runs, days, operations_per_run, defective, rng), copies=copies)
+        replace(
+            _plan(root, number, runs, days, operations_per_run, defective, rng, start),
+            copies=copies,
+        )
         for number in range(runs)
     ]
     written = 0
@@ -132,6 +137,7 @@ def _plan(
     operations: int,
     defective: dict[int, Defect],
     rng: random.Random,
+    start: dt.datetime = START,
 ) -> Plan:
     crash = number % 3 == 2
     config = rng.choice(CONFIGS[1:] if crash else CONFIGS)
@@ -142,7 +148,7 @@ def _plan(
         number=number,
         scenario="master-crash" if crash else "durability-throughput",
         seed=rng.randrange(1, 2**31),
-        stamp=START + offset,
+        stamp=start + offset,
         revision=REVISIONS[number * len(REVISIONS) // max(1, runs)],
         config=config,
         clients=clients,
