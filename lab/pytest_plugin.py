@@ -1,25 +1,34 @@
 """The lab's pytest plugin: run scenarios as tests.
 
-Options: `--backend process` (the backend scenario tests use) and `--lab-seed N`
-(one seed for every scenario test; default: each scenario's pinned seed).
-Fixture `lab_run`: a function `(scenario name) -> RunOutcome` that runs the
-scenario into the test's own temporary runs folder. Fixture `lab_report`: a function
-`(run folder) -> None` that, when allure-pytest is active (`--alluredir`), attaches the
-run to the running test (steps, chart, checker result, logs: lab/allure_attach.py);
-`lab_run` calls it after every run. Without `--alluredir` it does nothing.
+Options: `--backend process`, `--lab-target broker_ref|qpid-broker-j` and `--lab-mode`
+(default: each scenario's own HA design) choose what scenario tests run on; a scenario the
+target, backend or mode cannot run is skipped with the CLI's one-line reason. `--lab-seed N`:
+one seed for every scenario test (default: each one's pinned seed). `--lab-runs-dir DIR`
+keeps the run folders there with `suite.jsonl` (lab.targets.suite), which
+lab.targets.brokerj.verdict_table reads.
+Fixture `lab_run`: `(scenario name) -> RunOutcome`, run into the test's own runs folder.
+Fixture `lab_deviation`: `(outcome) -> None`; a deviation the target declares
+(lab.judge.deviations) and the run reproduced ends the test as an expected failure (xfail;
+Allure category "deviation reproduced"); a held run whose deviation is declared warns
+("declared deviation not seen: fixed upstream?", listed at the session's end; a failure
+with `--lab-strict-deviations`). Fixture `lab_report`: `(run folder) -> None`; with
+allure-pytest active (`--alluredir`) it attaches the run to the running test (steps, chart,
+checker result, logs: lab/allure_attach.py); `lab_run` calls it after every run.
 """
 
 from __future__ import annotations
 
+import re
 import shlex
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
 
-from lab.ground.spec import BACKENDS, parse_seed
+from lab.ground.cluster_settings import MODES
+from lab.ground.spec import BACKENDS, TARGETS, parse_seed
 
 if TYPE_CHECKING:
     from lab.campaign.session import CampaignSession
@@ -39,6 +48,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--lab-long", action="store_true", help="also run the long modes (tests marked long)"
     )
+    group.addoption("--lab-target", default="broker_ref", choices=TARGETS, help="the target")
+    group.addoption("--lab-mode", default=None, choices=MODES, help="HA design (default: own)")
+    group.addoption("--lab-runs-dir", default=None, help="keep run folders (and suite.jsonl)")
+    strict = "fail a test whose target declares a deviation the run did not show"
+    group.addoption("--lab-strict-deviations", action="store_true", help=strict)
     _campaign_options(group)
 
 
@@ -54,8 +68,18 @@ def lab_backend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
+def lab_target(request: pytest.FixtureRequest) -> str:
+    return str(request.config.getoption("--lab-target"))
+
+
+@pytest.fixture
+def lab_mode(request: pytest.FixtureRequest) -> str | None:
+    return request.config.getoption("--lab-mode")
+
+
+@pytest.fixture
 def lab_report(
-    request: pytest.FixtureRequest, lab_seed: int, lab_backend: str
+    request: pytest.FixtureRequest, lab_seed: int, lab_backend: str, lab_target: str
 ) -> Callable[[Path], None]:
     listener = request.config.pluginmanager.get_plugin("allure_listener")
     results_dir = getattr(request.config.option, "allure_report_dir", None)
@@ -63,6 +87,9 @@ def lab_report(
         f".venv/bin/pytest {shlex.quote(request.node.nodeid)} "
         f"--lab-seed {lab_seed} --backend {lab_backend}"
     )
+    mode = request.config.getoption("--lab-mode")
+    test_command += f" --lab-target {lab_target}" * (lab_target != "broker_ref")
+    test_command += f" --lab-mode {mode}" * (mode is not None)
 
     def report(folder: Path) -> None:
         if listener is None or results_dir is None:
@@ -81,48 +108,100 @@ def lab_report(
 
 @pytest.fixture
 def lab_run(
-    tmp_path: Path, lab_seed: int, lab_backend: str, lab_report: Callable[[Path], None]
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    lab_seed: int,
+    lab_backend: str,
+    lab_target: str,
+    lab_mode: str | None,
+    lab_report: Callable[[Path], None],
 ) -> Callable[..., object]:
-    """`lab_run(name, backend=None, target="broker_ref", seed=None, durability=None,
-    mode=None)`:
-    run the scenario into the test's own runs folder and return its RunOutcome; a scenario
-    that cannot run on the backend is skipped with the reason the CLI gives."""
+    """`lab_run(name, backend=None, target=None, seed=None, durability=None, mode=None)`:
+    run the scenario into the test's own runs folder, return its RunOutcome; a scenario that
+    cannot run there is skipped with the one-line reason the CLI gives."""
     from lab.compose import parts_for
-    from lab.ground.errors import UsageError
+    from lab.ground.errors import SetupError, UsageError
     from lab.ground.spec import Durability
     from lab.run.runner import run_scenario
+    from lab.targets.suite import SUITE_INDEX, append_index, prepare, refusal_check
+
+    kept = request.config.getoption("--lab-runs-dir")
+    own = re.sub(r"[^\w.-]", "_", request.node.name)[:120]
+    runs_dir = tmp_path / "runs" if kept is None else Path(kept) / own
+
+    def index(**entry: str) -> None:  # a line of suite.jsonl, with --lab-runs-dir
+        if kept is not None:
+            append_index(Path(kept) / SUITE_INDEX, {"test": request.node.nodeid, **entry})
 
     def run(
         name: str,
         backend: str | None = None,
-        target: str = "broker_ref",
+        target: str | None = None,
         seed: int | None = None,
         durability: Durability | None = None,
         mode: str | None = None,
     ) -> object:
-        chosen = backend or lab_backend
+        chosen, node = backend or lab_backend, target or lab_target
+        wanted = dict(scenario=name, target=node, backend=chosen, mode=mode or lab_mode or "")
         try:
-            parts = parts_for(name, chosen, target, mode)
-        except UsageError as exc:
+            parts = parts_for(name, chosen, node, mode or lab_mode)
+            seed = lab_seed if seed is None else seed
+            spec = parts.scenario.spec(
+                seed, backend=chosen, target=parts.target, durability=durability
+            )
+            refusal_check(spec, parts, tmp_path / "probe")
+            prepare(node)  # Broker-J's distribution, fetched on first use
+        except (UsageError, SetupError) as exc:
+            index(**wanted, refused=str(exc))
+            if isinstance(exc, SetupError):  # something to install was missing
+                skip_unless_ci(str(exc))
             pytest.skip(str(exc))
-        spec = parts.scenario.spec(
-            lab_seed if seed is None else seed,
-            backend=chosen,
-            target=parts.target,
-            durability=durability,
-        )
-        runs_dir = tmp_path / "runs"
         try:
             outcome = run_scenario(spec, parts, runs_dir)
         except Exception:
             latest = runs_dir / name / "latest"
             if (latest / "spec.json").is_file():
                 lab_report(latest)
+                index(**wanted, folder=str(latest.resolve()))
             raise
         lab_report(outcome.folder.path)
+        index(**wanted, folder=str(outcome.folder.path))
         return outcome
 
     return run
+
+
+@pytest.fixture
+def lab_deviation(request: pytest.FixtureRequest) -> Callable[[Any], str]:
+    """`lab_deviation(outcome)`: a run that shows a deviation its target declares ends the test
+    as an expected failure; a held run whose target declares one warns (or fails, with
+    `--lab-strict-deviations`); any other run is left to the test's own assertions, and the
+    line returned says why it is not the declared deviation ("" when none is declared)."""
+    from lab.judge.deviations import DeviationNotSeen
+    from lab.targets.suite import DEVIATION_PROPERTY
+
+    strict = bool(request.config.getoption("--lab-strict-deviations"))
+
+    def judge(outcome: Any) -> str:
+        spec = outcome.spec
+        found = outcome.judgement.deviation(spec.scenario, spec.backend, spec.group.mode)
+        if found is None or found.status == "unmatched":
+            return "" if found is None else found.line()
+        request.node.user_properties.append((DEVIATION_PROPERTY, line := found.line()))
+        if request.config.pluginmanager.get_plugin("allure_listener") is not None:
+            from lab.reporting.allure_categories import label_deviation
+
+            label_deviation(found)
+        if found.matched is not None:  # the violation kinds, not as `violations: ` (a category)
+            pytest.xfail(
+                f"{line}: {found.matched.observed} ({'/'.join(outcome.verdict.violations)})"
+            )
+        if strict:
+            pytest.fail(line)
+        warnings.warn(DeviationNotSeen(line), stacklevel=2)
+        return ""
+
+    return judge
 
 
 # ---- a campaign as a pytest session (lab.campaign.session) ------------------------------
@@ -285,6 +364,9 @@ _SUMMARY: pytest.StashKey[CampaignSummary] = pytest.StashKey()
 
 
 def pytest_terminal_summary(terminalreporter: object, config: pytest.Config) -> None:
+    from lab.targets.suite import write_deviations
+
+    write_deviations(terminalreporter)
     summary = config.stash.get(_SUMMARY, None)
     if summary is None:
         return
@@ -298,3 +380,14 @@ def pytest_terminal_summary(terminalreporter: object, config: pytest.Config) -> 
 def found_out(config: pytest.Config) -> str:
     found = config.stash.get(_SESSION, None)
     return "" if found is None else str(found[0].out_dir)
+
+
+def skip_unless_ci(reason: str) -> NoReturn:
+    """Skip the running test because a tool or engine it needs is missing — except under
+    `CI=true`, where the suite installs Docker, Chromium, Java and Broker-J itself, so one
+    that is missing is a failed install and fails the test, saying what was missing."""
+    import os
+
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"CI=true, and the suite installs what this needs: {reason}", pytrace=False)
+    pytest.skip(reason)

@@ -150,6 +150,7 @@ def report_html(tables: Mapping[str, pa.Table], summary: Sequence[str]) -> str:
                     "held",
                     "broken",
                     "unknown",
+                    "deviation",
                     "unreadable",
                     "acknowledged_lost",
                     "duplicated",

@@ -164,7 +164,7 @@ def _with_result(record: RunRecord, result: Mapping[str, Any]) -> RunRecord:
     """Add result.json's verdict, check and metrics; raises KeyError/TypeError/ValueError."""
     check, metrics = result["check"], result["metrics"]
     verdict = str(result["verdict"])
-    if verdict not in ("held", "broken", "unknown"):
+    if verdict not in ("held", "broken", "unknown", "deviation"):
         raise ValueError(f"verdict {verdict!r}")
     return replace(
         record,

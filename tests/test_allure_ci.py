@@ -18,6 +18,7 @@ from lab.reporting.allure_categories import (
     CATEGORY_STATUSES,
     categories,
     categories_of,
+    deviation_categories,
     violation_kinds,
     violations_text,
     write_categories,
@@ -186,7 +187,8 @@ def test_a_synthetic_allure_result_is_categorised(tmp_path: Path) -> None:
 
 def test_categories_json_as_allure_reads_it(tmp_path: Path) -> None:
     written = json.loads(write_categories(tmp_path).read_text(encoding="utf-8"))
-    assert [c["name"] for c in written] == list(violation_kinds())
+    deviations = [c.name for c in deviation_categories()]
+    assert [c["name"] for c in written] == [*deviations, *violation_kinds()]
     lost = next(c for c in written if c["name"] == "lost")
     assert lost["matchedStatuses"] == list(CATEGORY_STATUSES)
     message = _scenario_failure(("lost",))
@@ -282,7 +284,8 @@ def test_prepare_results_writes_all_three(tmp_path: Path) -> None:
     prepare_results(results, history_from=previous, executor=Executor(name="ci", build_order=2))
     assert json.loads((results / "executor.json").read_text()) == {"name": "ci", "buildOrder": 2}
     assert (results / "history" / "history-trend.json").is_file()
-    assert len(json.loads((results / "categories.json").read_text())) == len(violation_kinds())
+    written = json.loads((results / "categories.json").read_text())
+    assert len(written) == len(deviation_categories()) + len(violation_kinds())
 
 
 def test_allure_command_bad_flags_are_one_line(tmp_path: Path) -> None:

@@ -55,6 +55,7 @@ def test_reliability_table(spark: SparkSession) -> None:
                    master_sync="SYNC", replica_sync="SYNC", ack_policy="ALL",
                    coalescing_sync=False),
         run("r5", nodes=1, verdict="unknown", workload_s=0.0),
+        run("r6", nodes=1, verdict="deviation", workload_s=0.0),  # a declared deviation
     )  # fmt: skip
     # Group SYNC,SYNC,ALL on 2 nodes: r1-r3 readable, r4 not. Unavailable 1+3+0 = 4 s of
     # 10+10+20 = 40 s: 90 %. Failovers 1, 2, 4 (one never): p50 2; p95 at rank 1.9 is
@@ -70,6 +71,7 @@ def test_reliability_table(spark: SparkSession) -> None:
                 3,
                 2,
                 1,
+                0,
                 0,
                 1,
                 3,
@@ -92,9 +94,10 @@ def test_reliability_table(spark: SparkSession) -> None:
                 "b",
                 1,
                 "SYNC,SYNC,ALL",
+                2,
+                0,
+                0,
                 1,
-                0,
-                0,
                 1,
                 0,
                 0,
@@ -113,7 +116,7 @@ def test_reliability_table(spark: SparkSession) -> None:
             ),
         ],
         "scenario string, target string, backend string, nodes int, durability string, "
-        "runs long, held long, broken long, unknown long, unreadable long, "
+        "runs long, held long, broken long, unknown long, deviation long, unreadable long, "
         "acknowledged_lost long, duplicated long, resurrected long, unexpected long, "
         "unavailable_total_s double, unavailable_longest_s double, availability_pct double, "
         "failovers long, failovers_never long, failover_p50_s double, failover_p95_s double, "

@@ -3,8 +3,9 @@ report, bench, allure.
 
 Exit status: 0 success (a run's prediction held, a history valid), 1 a prediction
 broken or a history invalid, 3 a history whose validity is unknown, 4 a replay whose
-original violation did not come back (did not reproduce), 2 bad usage or input that
-cannot be read — always with a one-line message on stderr.
+original violation did not come back (did not reproduce), 5 a prediction broken as a
+deviation the target declares (deviation reproduced), 2 bad usage or input that cannot
+be read — always with a one-line message on stderr.
 """
 
 from __future__ import annotations
@@ -46,9 +47,11 @@ def _build_parser() -> tuple[argparse.ArgumentParser, Commands]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser, commands = _build_parser()
     args = parser.parse_args(argv)
+    from lab.cli.common import DEFAULT_STATE_DIR
     from lab.cli.orphans import clear_orphans
 
-    cleared = clear_orphans()  # what runs killed with SIGKILL left behind
+    # What runs killed with SIGKILL left behind; what cannot be cleared goes to a log.
+    cleared = clear_orphans(DEFAULT_STATE_DIR / "orphans.log")
     if sys.stderr.isatty():  # said to a person; never mixed into a script's one-line error
         for what in cleared:
             print(f"lab: cleared {what}", file=sys.stderr)

@@ -163,18 +163,30 @@ def _replay(spec: RunSpec, parts: RunParts, runs_dir: Path, original: ReplayOf, 
     return 1
 
 
+DEVIATION_EXIT = 5  # the prediction did not hold, as the target's declared deviation says
+
+
 def _execute(spec: RunSpec, parts: RunParts, runs_dir: Path) -> int:
+    """Exit 0: the prediction held; 1: it did not; 5: it did not, as a deviation the target
+    declares (lab.judge.deviations): reproduced. A held run whose target declares a deviation
+    for it says so on stderr (declared deviation not seen: fixed upstream?), and exits 0."""
     from lab.run.progress import progress_for
     from lab.run.runner import run_scenario
 
     print(f"lab: running {spec.scenario} with seed {spec.seed}", file=sys.stderr)
     outcome = run_scenario(spec, parts, runs_dir, progress=progress_for(sys.stderr))
+    deviation = outcome.judgement.deviation(spec.scenario, spec.backend, spec.group.mode)
     print(outcome.folder.path)
-    print(outcome.summary)
-    if not outcome.verdict.held:
-        print(f"reproduce: {outcome.reproduce}")
-        return 1
-    return 0
+    if deviation is None:
+        print(outcome.summary)
+    else:
+        print(f"{outcome.summary} — {deviation.line()}")
+    if outcome.verdict.held:
+        if deviation is not None:
+            print(f"lab: WARNING: {deviation.line()}", file=sys.stderr)
+        return 0
+    print(f"reproduce: {outcome.reproduce}")
+    return DEVIATION_EXIT if deviation is not None and deviation.reproduced else 1
 
 
 def _cmd_list(args: argparse.Namespace) -> int:

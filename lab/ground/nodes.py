@@ -64,11 +64,13 @@ class NodeStatus:
 class TargetTraits:
     """What a run needs to know of its target beyond its name: how much longer than
     broker_ref's (for which the predictions' bounds are set) its elections and its nodes'
-    restarts take."""
+    restarts take, and where its known deviations from the documents are declared
+    (a TOML file, lab.judge.deviations; None: none declared)."""
 
     name: str = "broker_ref"
     election_allowance_s: float = 0.0
     restart_allowance_s: float = 0.0
+    deviations: str | None = None
 
 
 BROKER_REF_TRAITS = TargetTraits()  # the target the predictions' bounds are set for

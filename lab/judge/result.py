@@ -5,11 +5,15 @@
     RunResult.failed(spec, error, reproduce).write(path)        a run that did not
 
 result.json holds: `v`, scenario, seed, target, backend, mode, verdict (held / broken /
-unknown), reasons and the kind of each violation (`violations`: `lost`, `two-masters` …;
-`error` for a run that did not finish), the prediction's text, the checker's result
-(formats.md section 4), the metrics, the command that reproduces the run, `error` when
-the run did not finish, and `replay` when the run repeats another (`of`, the original
-verdict and violation kinds, `reproduced`, and `outcome`: reproduced / did not reproduce).
+unknown / deviation / interrupted), reasons and the kind of each violation (`violations`:
+`lost`, `two-masters` …; `error` for a run that did not finish), the prediction's text,
+the checker's result (formats.md section 4), the metrics, the command that reproduces the
+run, `error` when the run did not finish, and `replay` when the run repeats another (`of`,
+the original verdict and violation kinds, `reproduced`, and `outcome`: reproduced / did
+not reproduce), and `deviation` when the target declares a known deviation for the run's
+scenario (lab.judge.deviations): `outcome` reproduced (the verdict is then `deviation`,
+and `id` names the declaration), not seen (the run held: `warning`), or unmatched (the run
+broke otherwise: `mismatches`), with the declared ids and their file (`source`).
 """
 
 from __future__ import annotations
@@ -23,6 +27,13 @@ from lab.ground.files import write_json
 from lab.ground.nodes import TargetTraits
 from lab.ground.spec import RunSpec
 from lab.judge.checker import CheckResult, check_path
+from lab.judge.deviations import (
+    Declarations,
+    DeviationOutcome,
+    Observation,
+    assess,
+    load_declarations,
+)
 from lab.judge.metrics import RunMetrics, read_events, read_operations, run_metrics
 from lab.judge.prediction import Outcome, Prediction, Verdict
 
@@ -36,12 +47,15 @@ __all__ = [
     "judge_run",
 ]
 
-RESULT_VERSION = 2  # 2: mode, violations, replay, interrupted (and that verdict)
+# 2: mode, violations, replay, interrupted (and that verdict); 3: the verdict `deviation`
+# and the `deviation` object
+RESULT_VERSION = 3
 
 # What result.json's verdict can say: the judge's outcomes, or that the run was stopped
 # before it could be judged (Ctrl-C, SIGTERM, or the lab killed: see `interrupted`).
-RunVerdict = Literal["held", "broken", "unknown", "interrupted"]
+RunVerdict = Literal["held", "broken", "unknown", "interrupted", "deviation"]
 INTERRUPTED: RunVerdict = "interrupted"
+DEVIATION: RunVerdict = "deviation"
 
 
 @dataclass(frozen=True)
@@ -65,22 +79,38 @@ class Interruption:
 
 @dataclass(frozen=True)
 class Judgement:
-    """What the judge made of a run: the checker's sets, the figures, the verdict."""
+    """What the judge made of a run: the checker's sets, the figures, the verdict, and what
+    the target's declared deviations need to be matched (`deviation(...)`)."""
 
     prediction: Prediction
     check: CheckResult
     metrics: RunMetrics
     verdict: Verdict
+    declarations: Declarations | None = None
+    observation: Observation | None = None
+
+    def deviation(self, scenario: str, backend: str, mode: str) -> DeviationOutcome | None:
+        """The run against the target's deviations declared for it (None: none declared)."""
+        if self.declarations is None or self.observation is None:
+            return None
+        declared = self.declarations.for_run(scenario, backend, mode)
+        return assess(declared, self.observation, self.declarations.source)
 
 
 def judge_run(
     history: Path, events: Path, prediction: Prediction, target: TargetTraits
 ) -> Judgement:
-    """Check the history, measure the run and judge it against the prediction."""
+    """Check the history, measure the run and judge it against the prediction; read what
+    the target's declared deviations (if any) look for."""
     check = check_path(history)
     observed = read_events(events)
     metrics = run_metrics(read_operations(history), observed)
-    return Judgement(prediction, check, metrics, prediction.judge(check, observed, metrics, target))
+    verdict = prediction.judge(check, observed, metrics, target)
+    if target.deviations is None:
+        return Judgement(prediction, check, metrics, verdict)
+    declared = load_declarations(Path(target.deviations))
+    seen = Observation.gather(verdict, check, metrics, observed, events.parent, declared.needles())
+    return Judgement(prediction, check, metrics, verdict, declared, seen)
 
 
 @dataclass(frozen=True)
@@ -118,6 +148,8 @@ class ReplayOf:
         kinds = tuple(str(k) for k in raw.get("violations", ()))
         if verdict != "held" and not kinds:  # a result.json written before violation kinds
             kinds = ("error",) if raw.get("error") else ("unknown",)
+        if verdict == DEVIATION:  # a known deviation: the prediction broke, as declared
+            verdict = "broken"
         return ReplayOf(str(folder), verdict if verdict in ("held", "broken") else "unknown", kinds)
 
 
@@ -140,17 +172,21 @@ class RunResult:
     error: str | None = None
     replay: ReplayOf | None = None
     interrupted: Interruption | None = None
+    deviation: DeviationOutcome | None = None
 
     @staticmethod
     def judged(
         spec: RunSpec, judgement: Judgement, reproduce: str, replay: ReplayOf | None = None
     ) -> RunResult:
+        """A judged run; its verdict is `deviation` when it shows a declared deviation."""
+        deviation = judgement.deviation(spec.scenario, spec.backend, spec.group.mode)
+        reproduced = deviation is not None and deviation.reproduced
         return RunResult(
             scenario=spec.scenario,
             seed=spec.seed,
             target=spec.target,
             backend=spec.backend,
-            verdict=judgement.verdict.outcome,
+            verdict=DEVIATION if reproduced else judgement.verdict.outcome,
             reasons=judgement.verdict.reasons,
             reproduce=reproduce,
             mode=spec.group.mode,
@@ -159,6 +195,7 @@ class RunResult:
             check=judgement.check,
             metrics=judgement.metrics,
             replay=replay,
+            deviation=deviation,
         )
 
     @staticmethod
@@ -229,6 +266,8 @@ class RunResult:
             out["error"] = self.error
         if self.interrupted is not None:
             out["interrupted"] = self.interrupted.to_json()
+        if self.deviation is not None:
+            out["deviation"] = self.deviation.to_json()
         if self.replay is not None:
             out["replay"] = self.replay.to_json(self.verdict, self.violations)
         out["reproduce"] = self.reproduce

@@ -6,6 +6,14 @@ by what went wrong (`lost`, `two-masters`, `unavailable>bound` …) rather than 
     categories()                    the categories.json entries, one per kind
     write_categories(results_dir)   RESULTS/categories.json (Allure reads it when generating)
     categories_of(status, message)  the categories Allure puts such a result in
+    label_deviation(outcome)        tags the running test with a declared deviation's outcome
+
+A run that shows a deviation its target declares (lab.judge.deviations) ends its test as an
+expected failure whose message starts `deviation reproduced: <id>`: Allure's status
+skipped, in the category "deviation reproduced" (its kinds are not written as a
+`violations: ` list, so known deviations stay out of the violation categories). A declared
+deviation a held run did not show is a tag, "declared deviation not seen", and, with
+`--lab-strict-deviations`, a failure in the category of that name.
 
 A failing test names its kinds in its message as a list after `violations: `, items
 separated by `, `, the list ended by a newline, `)`, `;` or the end of the message:
@@ -37,12 +45,15 @@ from pathlib import Path
 from typing import Any
 
 import lab.judge
+from lab.judge.deviations import DeviationOutcome
 
 __all__ = [
     "CATEGORY_STATUSES",
     "Category",
     "categories",
     "categories_of",
+    "deviation_categories",
+    "label_deviation",
     "violation_kinds",
     "violations_text",
     "write_categories",
@@ -54,6 +65,8 @@ CATEGORY_STATUSES = ("failed", "broken", "skipped")
 _KIND = re.compile(r"[a-z][a-z>-]*[a-z]")
 _PAIRS_MODULE = "prediction.py"
 _VIOLATIONS = "violations: "
+DEVIATION_REPRODUCED = "deviation reproduced"
+DEVIATION_NOT_SEEN = "declared deviation not seen"
 
 
 def violations_text(kinds: tuple[str, ...] | list[str]) -> str:
@@ -180,14 +193,37 @@ def categories() -> tuple[Category, ...]:
     return tuple(Category.of_kind(kind) for kind in violation_kinds())
 
 
+def deviation_categories() -> tuple[Category, ...]:
+    """A declared deviation reproduced (an xfail: skipped), and one not seen (a failure with
+    --lab-strict-deviations)."""
+    return (
+        Category(DEVIATION_REPRODUCED, rf".*\b{DEVIATION_REPRODUCED}: .*", ("skipped",)),
+        Category(DEVIATION_NOT_SEEN, rf".*\b{DEVIATION_NOT_SEEN}: .*", ("failed",)),
+    )
+
+
 def categories_of(status: str, message: str | None) -> tuple[str, ...]:
     """The names of the lab's categories a result with this status and message falls in."""
-    return tuple(c.name for c in categories() if c.matches(status, message))
+    every = (*deviation_categories(), *categories())
+    return tuple(c.name for c in every if c.matches(status, message))
+
+
+def label_deviation(outcome: DeviationOutcome) -> None:
+    """Tag the test allure-pytest is running with the deviation's outcome and ids."""
+    import allure
+
+    if outcome.matched is not None:
+        allure.dynamic.tag(DEVIATION_REPRODUCED)
+        allure.dynamic.label("deviation", outcome.matched.id)
+    else:
+        allure.dynamic.tag(DEVIATION_NOT_SEEN)
+        allure.dynamic.label("deviation", ", ".join(d.id for d in outcome.declared))
 
 
 def write_categories(results_dir: Path) -> Path:
     """RESULTS_DIR/categories.json, replacing any there."""
     path = results_dir / "categories.json"
-    text = json.dumps([c.to_json() for c in categories()], indent=2) + "\n"
+    every = (*deviation_categories(), *categories())
+    text = json.dumps([c.to_json() for c in every], indent=2) + "\n"
     path.write_text(text, encoding="utf-8")
     return path

@@ -11,6 +11,7 @@ import re
 import subprocess
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from lab.ground.errors import ClusterError
@@ -20,6 +21,7 @@ from lab.targets.management import Credentials, ManagementClient
 
 __all__ = [
     "ContainerLaunch",
+    "DeclaresDeviations",
     "JvmTarget",
     "LogRecord",
     "ManagedTarget",
@@ -92,7 +94,7 @@ class Target(Protocol):
 
     name: str
     ready_timeout_s: float  # how long a group may take to elect its first master
-    data_disk_mb: int  # the size of a node's data disk in containers
+    data_disk_mb: int  # the size of a node's data disk (containers; processes filling a disk)
     # How much longer than broker_ref's a node's restart takes: added to a scenario's load
     # (after its schedule is made) and to bounds on the service's return after a restart.
     restart_allowance_s: float
@@ -228,6 +230,21 @@ def run_command(command: list[str], timeout_s: float = 30.0) -> str:
     return done.stdout.strip()
 
 
+@runtime_checkable
+class DeclaresDeviations(Protocol):
+    """A target with known deviations from the documents, declared in a TOML file
+    (lab.judge.deviations) in its own folder."""
+
+    @property
+    def deviations_file(self) -> Path: ...
+
+
 def traits_of(target: Target) -> TargetTraits:
     """What a run needs to know of the target besides how to start it (lab.ground.nodes)."""
-    return TargetTraits(target.name, target.election_allowance_s, target.restart_allowance_s)
+    declared = target.deviations_file if isinstance(target, DeclaresDeviations) else None
+    return TargetTraits(
+        target.name,
+        target.election_allowance_s,
+        target.restart_allowance_s,
+        None if declared is None else str(declared),
+    )

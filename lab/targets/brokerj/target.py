@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from pathlib import Path
 
 from lab.ground.errors import SetupError
 from lab.ground.nodes import ClusterPlan, NodePlan
@@ -20,12 +21,14 @@ from lab.targets.brokerj.config import check_group, initial_config
 from lab.targets.brokerj.distribution import VERSION, Distribution, ensure_distribution
 from lab.targets.protocol import ContainerLaunch, LogRecord, RestManagement, match_log_line
 
-__all__ = ["CONTAINER_HOME", "BrokerJTarget", "parse_brokerj_line"]
+__all__ = ["CONTAINER_HOME", "DEVIATIONS", "BrokerJTarget", "parse_brokerj_line"]
 
 CONTAINER_HOME = "/opt/qpid-broker-j"
 CONTAINER_CONFIG = "/etc/lab/initial-config.json"
 JVM_OPTIONS = ("-Xms64m", "-Xmx384m", "-XX:MaxDirectMemorySize=256m", "-XX:+UseG1GC")
 MAIN = "org.apache.qpid.server.Main"
+# Where Broker-J does something other than the documents predict (lab.judge.deviations).
+DEVIATIONS = Path(__file__).resolve().parent / "deviations.toml"
 
 # 2026-11-21T18:30:47.017 INFO [n1] [Broker] [grp(/lab)] HA-1010 : Role change reported: …
 _LINE = re.compile(r"^(\S+) (\w+) \[([^\]\s]+)\] (?:\[[^\]]*\] )*([A-Z]{2,4}-\d{4}) : (.*)$")
@@ -66,6 +69,7 @@ class BrokerJTarget(RestManagement):
     # (InsufficientReplicasException), and a retry then makes a default virtual host without
     # the configured durability or queue auto-creation.
     founded_by_first_node = True
+    deviations_file = DEVIATIONS
 
     def __init__(self, version: str = VERSION) -> None:
         self.version = version

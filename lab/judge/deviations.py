@@ -1,0 +1,387 @@
+"""Known deviations: where a real target does something other than the documents predict,
+declared as data (one TOML file per target, in the target's folder), and recognised in a run.
+
+    load_declarations(path) → Declarations          a target's file, checked (InputError)
+    Observation.gather(verdict, check, metrics, events, folder, needles) → Observation
+    assess(declared, observation, source) → DeviationOutcome | None
+
+A declaration names its scenario (and, optionally, the backends and modes it was seen on),
+what the documents predict, what was observed, the evidence and the command that shows it,
+and a matcher over the run's judgement, a small vocabulary:
+
+    verdicts        the prediction's outcomes it applies to (default: broken)
+    violations      violation kinds that must all be present
+    allow           further kinds the run may show; any kind outside violations + allow
+                    means the run is not this deviation (a loss is never masked by it)
+    check           the checker's counts: lost = "0", lost = ">0", duplicated = "<=5" …
+    longest_gap_s   the longest gap between acknowledged sends in the load: ">=3"
+    codes_seen      operational-log codes some node wrote (broker.log events)
+    codes_absent    codes no node wrote
+    log_contains    text some node's log holds (nodes/<n>/broker.log or stderr.log)
+
+The outcomes (`DeviationOutcome.status`) of a run with declarations for it:
+
+    reproduced      the prediction did not hold, and a declaration matched: verdict `deviation`
+    not seen        the prediction held although a deviation is declared: fixed upstream?
+    unmatched       the prediction did not hold, and no declaration matched (each says why)
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from lab.ground.errors import InputError
+from lab.ground.paths import LAB_ROOT
+from lab.judge.checker import CheckResult
+from lab.judge.metrics import RunMetrics
+from lab.judge.prediction import Verdict
+
+__all__ = [
+    "NOT_SEEN_WARNING",
+    "Condition",
+    "Declarations",
+    "Deviation",
+    "DeviationNotSeen",
+    "DeviationOutcome",
+    "Matcher",
+    "Observation",
+    "assess",
+    "load_declarations",
+    "parse_declarations",
+]
+
+NOT_SEEN_WARNING = "declared deviation not seen: fixed upstream?"
+COUNTS = (
+    *("attempted", "acknowledged", "failed", "indeterminate", "received", "lost"),
+    *("unexpected", "resurrected", "recovered", "duplicated", "duplicate_deliveries"),
+)
+VERDICTS = ("broken", "unknown")
+LOG_FILES = ("broker.log", "stderr.log")
+_CONDITION = re.compile(r"^\s*(=|==|!=|>=|<=|>|<)?\s*(\d+(?:\.\d+)?)\s*$")
+
+Status = Literal["reproduced", "not seen", "unmatched"]
+
+
+class DeviationNotSeen(UserWarning):
+    """A run held although its target declares a deviation for it: fixed upstream?"""
+
+
+@dataclass(frozen=True)
+class Condition:
+    """A comparison with a number, written `"0"`, `">0"`, `">=3.5"`, `"<10"`, `"!=0"`."""
+
+    op: str
+    value: float
+
+    @staticmethod
+    def parse(text: object) -> Condition:
+        if isinstance(text, bool) or not isinstance(text, str | int | float):
+            raise ValueError(f'{text!r} is not a condition (e.g. "0", ">0", ">=3")')
+        found = _CONDITION.match(str(text))
+        if found is None:
+            raise ValueError(f'{text!r} is not a condition (e.g. "0", ">0", ">=3")')
+        op = found.group(1) or "="
+        return Condition("=" if op == "==" else op, float(found.group(2)))
+
+    def holds(self, x: float) -> bool:
+        v = self.value
+        return {
+            "=": x == v,
+            "!=": x != v,
+            ">": x > v,
+            ">=": x >= v,
+            "<": x < v,
+            "<=": x <= v,
+        }[self.op]
+
+    def __str__(self) -> str:
+        return f"{'' if self.op == '=' else self.op}{self.value:g}"
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What the matchers look at in one run: the prediction's outcome and violation kinds,
+    the checker's counts, the longest gap in service, the log codes written, and which of
+    the declared texts some node's log holds."""
+
+    outcome: str
+    violations: tuple[str, ...] = ()
+    counts: Mapping[str, int] = field(default_factory=dict)
+    longest_gap_s: float = 0.0
+    codes: frozenset[str] = frozenset()
+    log_found: frozenset[str] = frozenset()
+
+    @staticmethod
+    def gather(
+        verdict: Verdict,
+        check: CheckResult,
+        metrics: RunMetrics,
+        events: Iterable[Mapping[str, Any]],
+        folder: Path | None,
+        needles: Iterable[str] = (),
+    ) -> Observation:
+        counts = check.to_json()
+        return Observation(
+            outcome=verdict.outcome,
+            violations=verdict.violations,
+            counts={
+                k: int(v["count"] if isinstance(v, dict) else v)
+                for k, v in counts.items()
+                if k in COUNTS
+            },
+            longest_gap_s=max((w.seconds for w in metrics.unavailable_windows), default=0.0),
+            codes=frozenset(
+                str(e["code"]) for e in events if e.get("kind") == "broker.log" and e.get("code")
+            ),
+            log_found=_texts_in_logs(folder, tuple(needles)) if folder is not None else frozenset(),
+        )
+
+
+def _texts_in_logs(folder: Path, needles: tuple[str, ...]) -> frozenset[str]:
+    """The needles some node's log holds, each file read line by line."""
+    if not needles:
+        return frozenset()
+    found: set[str] = set()
+    for path in sorted(folder.glob("nodes/*/*")):
+        if path.name not in LOG_FILES or not path.is_file():
+            continue
+        with path.open(encoding="utf-8", errors="replace") as lines:
+            for line in lines:
+                found.update(n for n in needles if n not in found and n in line)
+                if len(found) == len(needles):
+                    return frozenset(found)
+    return frozenset(found)
+
+
+@dataclass(frozen=True)
+class Matcher:
+    """How a deviation shows in a run (the module's docstring lists the vocabulary)."""
+
+    verdicts: tuple[str, ...] = ("broken",)
+    violations: tuple[str, ...] = ()
+    allow: tuple[str, ...] = ()
+    check: tuple[tuple[str, Condition], ...] = ()
+    longest_gap_s: Condition | None = None
+    codes_seen: tuple[str, ...] = ()
+    codes_absent: tuple[str, ...] = ()
+    log_contains: tuple[str, ...] = ()
+
+    def mismatches(self, seen: Observation) -> tuple[str, ...]:
+        """Why the run is not this deviation, one reason each; empty when it is."""
+        why: list[str] = []
+        if seen.outcome not in self.verdicts:
+            why.append(f"verdict {seen.outcome}, not {' or '.join(self.verdicts)}")
+        missing = [k for k in self.violations if k not in seen.violations]
+        if missing:
+            why.append(f"no {', '.join(missing)} violation")
+        extra = [k for k in seen.violations if k not in (*self.violations, *self.allow)]
+        if extra:
+            why.append(f"undeclared violation {', '.join(extra)}")
+        for name, condition in self.check:
+            count = seen.counts.get(name, 0)
+            if not condition.holds(count):
+                why.append(f"{name} {count}, declared {condition}")
+        gap = self.longest_gap_s
+        if gap is not None and not gap.holds(seen.longest_gap_s):
+            why.append(f"longest gap {seen.longest_gap_s:.2f} s, declared {gap}")
+        why.extend(f"no {c} in the logs" for c in self.codes_seen if c not in seen.codes)
+        why.extend(f"{c} was logged" for c in self.codes_absent if c in seen.codes)
+        why.extend(f"no log line with {t!r}" for t in self.log_contains if t not in seen.log_found)
+        return tuple(why)
+
+
+@dataclass(frozen=True)
+class Deviation:
+    """One declared deviation of a target, for one scenario."""
+
+    id: str
+    scenario: str
+    predicted: str
+    observed: str
+    evidence: str
+    command: str
+    match: Matcher
+    backends: tuple[str, ...] = ()  # empty: every backend
+    modes: tuple[str, ...] = ()  # empty: every mode
+
+    def applies_to(self, scenario: str, backend: str, mode: str) -> bool:
+        return (
+            self.scenario == scenario
+            and (not self.backends or backend in self.backends)
+            and (not self.modes or mode in self.modes)
+        )
+
+
+@dataclass(frozen=True)
+class Declarations:
+    """A target's file of declared deviations."""
+
+    target: str
+    source: str
+    deviations: tuple[Deviation, ...] = ()
+
+    def for_run(self, scenario: str, backend: str, mode: str) -> tuple[Deviation, ...]:
+        return tuple(d for d in self.deviations if d.applies_to(scenario, backend, mode))
+
+    def needles(self) -> tuple[str, ...]:
+        """Every text some declaration looks for in the nodes' logs."""
+        return tuple(sorted({t for d in self.deviations for t in d.match.log_contains}))
+
+
+@dataclass(frozen=True)
+class DeviationOutcome:
+    """What the declarations make of a run (see the module's docstring)."""
+
+    status: Status
+    source: str
+    declared: tuple[Deviation, ...]
+    matched: Deviation | None = None
+    mismatches: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    @property
+    def reproduced(self) -> bool:
+        return self.status == "reproduced"
+
+    def line(self) -> str:
+        """One line for a summary."""
+        ids = ", ".join(d.id for d in self.declared)
+        if self.matched is not None:
+            return f"deviation reproduced: {self.matched.id} (declared in {self.source})"
+        if self.status == "not seen":
+            return f"{NOT_SEEN_WARNING} ({ids}, declared in {self.source})"
+        why = "; ".join(f"{i}: {', '.join(r)}" for i, r in self.mismatches)
+        return f"not the declared deviation ({why})"
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "outcome": self.status,
+            "declared": [d.id for d in self.declared],
+            "source": self.source,
+        }
+        if self.matched is not None:
+            m = self.matched
+            out.update(id=m.id, predicted=m.predicted, observed=m.observed, command=m.command)
+        if self.status == "not seen":
+            out["warning"] = NOT_SEEN_WARNING
+        if self.mismatches:
+            out["mismatches"] = {i: list(r) for i, r in self.mismatches}
+        return out
+
+
+def assess(
+    declared: tuple[Deviation, ...], seen: Observation, source: str
+) -> DeviationOutcome | None:
+    """The deviation outcome of a run with `declared` deviations; None when none is declared.
+    The first declaration that matches wins."""
+    if not declared:
+        return None
+    if seen.outcome == "held":
+        return DeviationOutcome("not seen", source, declared)
+    reasons: list[tuple[str, tuple[str, ...]]] = []
+    for deviation in declared:
+        why = deviation.match.mismatches(seen)
+        if not why:
+            return DeviationOutcome("reproduced", source, declared, deviation)
+        reasons.append((deviation.id, why))
+    return DeviationOutcome("unmatched", source, declared, mismatches=tuple(reasons))
+
+
+# ---- the file --------------------------------------------------------------------------------
+
+_TOP = {"target", "deviation"}
+_FIELDS = {"id", "scenario", "predicted", "observed", "evidence", "command", "backends", "modes"}
+_REQUIRED = ("id", "scenario", "predicted", "observed", "evidence", "command")
+_MATCH = {"verdicts", "violations", "allow", "check", "longest_gap_s"} | {
+    "codes_seen",
+    "codes_absent",
+    "log_contains",
+}
+
+
+def _strings(raw: Any, what: str) -> tuple[str, ...]:
+    if not isinstance(raw, list) or not all(isinstance(s, str) for s in raw):
+        raise ValueError(f"{what} must be a list of strings")
+    return tuple(raw)
+
+
+def _unknown(raw: Mapping[str, Any], known: set[str], where: str) -> None:
+    extra = sorted(set(raw) - known)
+    if extra:
+        raise ValueError(f"{where}: unknown key {extra[0]!r} (known: {', '.join(sorted(known))})")
+
+
+def _matcher(raw: Any, where: str) -> Matcher:
+    if not isinstance(raw, dict):
+        raise ValueError(f"{where}: a [deviation.match] table is required")
+    _unknown(raw, _MATCH, f"{where}.match")
+    verdicts = _strings(raw.get("verdicts", ["broken"]), f"{where}.match.verdicts")
+    bad = [v for v in verdicts if v not in VERDICTS]
+    if bad or not verdicts:
+        raise ValueError(f"{where}.match.verdicts: {bad or '[]'} (known: {', '.join(VERDICTS)})")
+    check = raw.get("check", {})
+    if not isinstance(check, dict):
+        raise ValueError(f"{where}.match.check must be a table of counts")
+    _unknown(check, set(COUNTS), f"{where}.match.check")
+    gap = raw.get("longest_gap_s")
+    return Matcher(
+        verdicts=verdicts,
+        violations=_strings(raw.get("violations", []), f"{where}.match.violations"),
+        allow=_strings(raw.get("allow", []), f"{where}.match.allow"),
+        check=tuple((name, Condition.parse(c)) for name, c in sorted(check.items())),
+        longest_gap_s=None if gap is None else Condition.parse(gap),
+        codes_seen=_strings(raw.get("codes_seen", []), f"{where}.match.codes_seen"),
+        codes_absent=_strings(raw.get("codes_absent", []), f"{where}.match.codes_absent"),
+        log_contains=_strings(raw.get("log_contains", []), f"{where}.match.log_contains"),
+    )
+
+
+def _deviation(raw: Any, where: str) -> Deviation:
+    if not isinstance(raw, dict):
+        raise ValueError(f"{where} must be a table")
+    _unknown(raw, _FIELDS | {"match"}, where)
+    for key in _REQUIRED:
+        if not isinstance(raw.get(key), str) or not raw[key].strip():
+            raise ValueError(f"{where}: {key!r} must be a non-empty string")
+    return Deviation(
+        id=raw["id"],
+        scenario=raw["scenario"],
+        predicted=" ".join(raw["predicted"].split()),
+        observed=" ".join(raw["observed"].split()),
+        evidence=" ".join(raw["evidence"].split()),
+        command=raw["command"].strip(),
+        match=_matcher(raw.get("match"), f"{where} ({raw['id']})"),
+        backends=_strings(raw.get("backends", []), f"{where}.backends"),
+        modes=_strings(raw.get("modes", []), f"{where}.modes"),
+    )
+
+
+def parse_declarations(raw: Mapping[str, Any], source: str) -> Declarations:
+    """A target's declarations from its file's parsed TOML (ValueError naming the key)."""
+    _unknown(raw, _TOP, "file")
+    target = raw.get("target")
+    if not isinstance(target, str) or not target:
+        raise ValueError("'target' must name the target")
+    entries = raw.get("deviation", [])
+    if not isinstance(entries, list):
+        raise ValueError("declare each deviation as a [[deviation]] table")
+    found = tuple(_deviation(e, f"deviation {i + 1}") for i, e in enumerate(entries))
+    ids = [d.id for d in found]
+    twice = sorted({i for i in ids if ids.count(i) > 1})
+    if twice:
+        raise ValueError(f"deviation id {twice[0]!r} is declared twice")
+    return Declarations(target, source, found)
+
+
+def load_declarations(path: Path) -> Declarations:
+    """The declarations in `path` (TOML); an InputError naming the file and what is wrong."""
+    shown = path.relative_to(LAB_ROOT) if path.is_relative_to(LAB_ROOT) else path
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        return parse_declarations(raw, str(shown))
+    except (OSError, tomllib.TOMLDecodeError, ValueError) as exc:
+        raise InputError(f"{path}: {exc}") from None

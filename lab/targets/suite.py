@@ -1,0 +1,100 @@
+"""A scenario suite against one target (the pytest plugin's `--lab-target`): what `lab run`
+refuses before anything starts, the target fetched once, and `suite.jsonl`, the session's
+index of runs and refusals (one JSON object a line) that the verdict table reads.
+
+    refusal_check(spec, parts, work_dir)    UsageError: the one line `lab run` would give
+    prepare(target)                         SetupError: the target cannot be had here
+                                            (once per process and target)
+    append_index(path, entry)               {"test", "scenario", "target", "backend", "mode",
+                                             "folder" | "refused"}
+    deviation_lines(reports)                the declared deviations a session's tests met
+    write_deviations(terminalreporter)      … at the end of the session, those not seen loud
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from faults.preflight import preflight
+from lab.ground.events import NoEvents
+from lab.ground.spec import RunSpec
+from lab.judge.deviations import NOT_SEEN_WARNING
+from lab.run.cluster import RunParts
+from lab.run.incident import validate_spec
+from lab.targets.catalog import make_target
+
+__all__ = [
+    "DEVIATION_PROPERTY",
+    "SUITE_INDEX",
+    "append_index",
+    "deviation_lines",
+    "prepare",
+    "read_index",
+    "refusal_check",
+    "write_deviations",
+]
+
+SUITE_INDEX = "suite.jsonl"
+DEVIATION_PROPERTY = "lab_deviation"  # a test's user property: its deviation's one line
+
+
+def refusal_check(spec: RunSpec, parts: RunParts, work_dir: Path) -> None:
+    """What `lab run` refuses before anything starts (lab.run.runner.run_scenario): a bad
+    spec, a group the target cannot form, a fault the cluster cannot apply (UsageError)."""
+    validate_spec(spec)
+    probe = parts.cluster(spec, work_dir, NoEvents())
+    probe.check()
+    preflight(probe, spec.schedule)
+
+
+@functools.cache
+def prepare(target: str) -> None:
+    """Fetch what the target needs (Broker-J's distribution, on first use)."""
+    found = getattr(make_target(target), "prepare", None)
+    if found is not None:
+        found()
+
+
+def append_index(path: Path, entry: dict[str, Any]) -> None:
+    """One line of the index, appended whole (several pytest workers may write at once)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as out:
+        out.write(json.dumps(entry) + "\n")
+
+
+def read_index(path: Path) -> list[dict[str, Any]]:
+    """The index's entries; a torn line is skipped."""
+    found: list[dict[str, Any]] = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict):
+            found.append(entry)
+    return found
+
+
+def deviation_lines(reports: Iterable[Any]) -> list[tuple[str, bool]]:
+    """`<test>: <deviation line>` for every test report with a declared deviation, sorted,
+    each with whether it is loud (declared, and not seen)."""
+    lines = {
+        f"{r.nodeid}: {value}"
+        for r in reports
+        for key, value in getattr(r, "user_properties", ())
+        if key == DEVIATION_PROPERTY
+    }
+    return [(line, NOT_SEEN_WARNING in line) for line in sorted(lines)]
+
+
+def write_deviations(terminalreporter: Any) -> None:
+    """The session's declared deviations, under a heading (pytest's terminal reporter)."""
+    lines = deviation_lines(r for rs in terminalreporter.stats.values() for r in rs)
+    if lines:
+        terminalreporter.write_sep("-", "lab: declared deviations")
+    for line, loud in lines:
+        terminalreporter.write_line(line, yellow=loud, bold=loud)

@@ -1,0 +1,156 @@
+"""The pytest plugin's `--lab-target` and `--lab-mode`: scenario tests against another target
+or HA design, those it cannot run skipped with the one line `lab run` refuses them with, and
+`lab_deviation` on a declared deviation (reproduced: xfail; not seen: a warning, or a
+failure with --lab-strict-deviations). Nothing here starts a node: every refusal comes
+before anything starts, and the deviations are fakes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from lab.cli.main import main
+from lab.targets.suite import SUITE_INDEX, read_index
+
+pytest_plugins = ("pytester",)
+
+USES_LAB_RUN = "def test_it(lab_run):\n    lab_run(NAME)\n"
+BROKER_J = (["--lab-target", "qpid-broker-j"], ["--target", "qpid-broker-j"])
+
+
+def _cli_refusal(capsys: pytest.CaptureFixture[str], tmp_path: Path, *argv: str) -> str:
+    """The one line `lab run` refuses this combination with (exit 2), without `lab: error: `."""
+    assert main(["run", *argv, "--seed", "1", "--runs-dir", str(tmp_path / "cli")]) == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.startswith("lab: error: ")
+    return last.removeprefix("lab: error: ")
+
+
+def _skip_reason(result: pytest.RunResult) -> str:
+    (line,) = [x for x in result.outlines if x.startswith("SKIPPED [1] ")]
+    return line.split(": ", 1)[1]
+
+
+@pytest.mark.parametrize(
+    ("scenario", "options", "cli"),
+    [
+        # a group Broker-J cannot form: the cluster's check
+        ("primary-failure", *BROKER_J),
+        # a fault the cluster cannot apply: the schedule's preflight
+        ("partition-and-recovery", *BROKER_J),
+        # a durability Broker-J does not offer
+        ("replica-gc-stall-all", *BROKER_J),
+        # a scenario without a twin in the other HA design
+        ("quorum-loss", ["--lab-mode", "active-passive"], ["--mode", "active-passive"]),
+    ],
+)  # fmt: skip
+def test_a_scenario_the_target_cannot_run_is_skipped_with_the_clis_reason(
+    scenario: str,
+    options: list[str],
+    cli: list[str],
+    pytester: pytest.Pytester,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    said = _cli_refusal(capsys, tmp_path, scenario, *cli)
+    pytester.makepyfile(USES_LAB_RUN.replace("NAME", repr(scenario)))
+    runs = tmp_path / "kept"
+    result = pytester.runpytest("-rs", "-s", *options, "--lab-runs-dir", str(runs))
+    result.assert_outcomes(skipped=1)
+    assert _skip_reason(result) == said
+    (entry,) = read_index(runs / SUITE_INDEX)
+    assert entry["refused"] == said and entry["scenario"] == scenario
+    assert not (runs / "test_it").exists()  # nothing ran
+
+
+def test_the_target_and_mode_default_to_broker_ref_and_the_scenarios_own(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(
+        "def test_it(lab_target, lab_mode):\n    print(f'TARGET={lab_target} MODE={lab_mode}')\n"
+    )
+    pytester.runpytest("-s").stdout.fnmatch_lines(["*TARGET=broker_ref MODE=None*"])
+    chosen = pytester.runpytest(
+        "-s", "--lab-target", "qpid-broker-j", "--lab-mode", "active-passive"
+    )
+    chosen.stdout.fnmatch_lines(["*TARGET=qpid-broker-j MODE=active-passive*"])
+    wrong = pytester.runpytest("--lab-target", "qpid-broker-c")
+    assert wrong.ret == pytest.ExitCode.USAGE_ERROR
+    wrong.stderr.fnmatch_lines(["*--lab-target: invalid choice: 'qpid-broker-c'*"])
+
+
+FAKE_OUTCOME = """
+import pytest
+from types import SimpleNamespace
+from lab.judge.deviations import Deviation, DeviationOutcome, Matcher
+
+DECLARED = Deviation("J3-x", "replica-failure", "p", "stalls for 5 s", "e", "c", Matcher())
+
+
+def _outcome(status):
+    matched = DECLARED if status == "reproduced" else None
+    found = DeviationOutcome(status, "f.toml", (DECLARED,), matched)
+    return SimpleNamespace(
+        spec=SimpleNamespace(scenario="replica-failure", backend="process",
+                             group=SimpleNamespace(mode="replicated-group")),
+        judgement=SimpleNamespace(deviation=lambda scenario, backend, mode: found),
+        verdict=SimpleNamespace(violations=("unavailable>bound",)),
+    )
+
+
+def test_reproduced(lab_deviation):
+    lab_deviation(_outcome("reproduced"))
+    raise AssertionError("not reached: a reproduced deviation ends the test")
+
+
+def test_not_seen(lab_deviation):
+    lab_deviation(_outcome("not seen"))
+
+
+def test_unmatched_is_left_to_the_test(lab_deviation):
+    lab_deviation(_outcome("unmatched"))
+"""
+
+
+def test_a_reproduced_deviation_is_an_expected_failure_and_one_not_seen_is_loud(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(FAKE_OUTCOME)
+    result = pytester.runpytest("-rxX")
+    result.assert_outcomes(passed=2, xfailed=1, warnings=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*DeviationNotSeen: declared deviation not seen: fixed upstream? (J3-x, declared*",
+            "*lab: declared deviations*",
+            "*test_not_seen: declared deviation not seen: fixed upstream?*",
+            "*test_reproduced: deviation reproduced: J3-x*",
+            "XFAIL*test_reproduced*deviation reproduced: J3-x (*): stalls*(unavailable>bound)",
+        ]
+    )
+    strict = pytester.runpytest("--lab-strict-deviations")
+    strict.assert_outcomes(passed=1, xfailed=1, failed=1)
+    strict.stdout.fnmatch_lines(["E * Failed: declared deviation not seen: fixed upstream?*"])
+
+
+def test_the_index_names_the_test_and_what_it_asked_for(
+    pytester: pytest.Pytester, tmp_path: Path
+) -> None:
+    pytester.makepyfile(
+        "def test_it(lab_run):\n    lab_run('primary-failure', target='qpid-broker-j')\n"
+    )
+    pytester.runpytest("--lab-runs-dir", str(tmp_path)).assert_outcomes(skipped=1)
+    (line,) = (tmp_path / SUITE_INDEX).read_text().splitlines()
+    entry = json.loads(line)
+    assert entry.pop("test").endswith(
+        "test_the_index_names_the_test_and_what_it_asked_for.py::test_it"
+    )
+    assert entry == {
+        "scenario": "primary-failure",
+        "target": "qpid-broker-j",
+        "backend": "process",
+        "mode": "",
+        "refused": entry["refused"],
+    }
+    assert entry["refused"].startswith("Apache Qpid Broker-J has no active-passive mode")
