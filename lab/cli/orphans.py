@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from lab.run.active import settle_orphans
@@ -18,18 +20,43 @@ __all__ = ["clear_orphans"]
 _SOCKET = Path("/var/run/docker.sock")
 
 
-def clear_orphans() -> list[str]:
-    """Never fails the command it runs before; returns what it cleared."""
+def clear_orphans(log: Path | None = None) -> list[str]:
+    """Never fails the command it runs before; returns what it cleared. What could not be
+    cleared is appended, one line each, to `log` (the lab's state folder's orphans.log):
+    the next command tries again."""
     cleared: list[str] = []
-    with contextlib.suppress(Exception):
-        cleared += [f"run folder {folder} (interrupted: SIGKILL)" for folder in settle_orphans()]
-    with contextlib.suppress(Exception):
-        from lab.backends.process.disks import reap_disks
+    problems: list[str] = []
 
-        cleared += [f"node disk {point} (its lab is gone)" for point in reap_disks()]
+    def attempt(what: str, clear: Callable[[], list[str]]) -> None:
+        try:
+            cleared.extend(clear())
+        except Exception as exc:
+            problems.append(f"{what}: {type(exc).__name__}: {exc}".replace("\n", " "))
+
+    attempt("run folders", _settle_folders)
+    attempt("node disks", _reap_disks)
     if os.environ.get("DOCKER_HOST") or _SOCKET.exists():
-        with contextlib.suppress(Exception):
-            from lab.backends.docker.reaper import reap_leftovers
-
-            cleared += [f"containers of run {run_id}" for run_id in reap_leftovers()]
+        attempt("containers", _reap_containers)
+    if problems and log is not None:
+        with contextlib.suppress(OSError):
+            log.parent.mkdir(parents=True, exist_ok=True)
+            stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            with log.open("a", encoding="utf-8") as out:
+                out.writelines(f"{stamp} could not clear {p}\n" for p in problems)
     return cleared
+
+
+def _settle_folders() -> list[str]:
+    return [f"run folder {folder} (interrupted: SIGKILL)" for folder in settle_orphans()]
+
+
+def _reap_disks() -> list[str]:
+    from lab.backends.process.disks import reap_disks
+
+    return [f"node disk {point} (its lab is gone)" for point in reap_disks()]
+
+
+def _reap_containers() -> list[str]:
+    from lab.backends.docker.reaper import reap_leftovers
+
+    return [f"containers of run {run_id}" for run_id in reap_leftovers()]

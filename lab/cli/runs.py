@@ -113,20 +113,19 @@ def _run_incident(args: argparse.Namespace) -> int:
 def _cmd_replay(args: argparse.Namespace) -> int:
     from lab.compose import parts_for
     from lab.ground.errors import InputError, UsageError
-    from lab.ground.spec import RunSpec
     from lab.judge.result import ReplayOf
     from lab.run.folder import RunFolder
-    from lab.run.incident import validate_spec
+    from lab.run.incident import load_edited_spec
 
-    source = RunFolder.open_existing(args.run_dir)
-    spec = RunSpec.from_json(source.read_spec(), source.spec)
-    try:
-        validate_spec(spec)  # a spec.json edited by hand is checked as an incident is
-    except UsageError as exc:
-        raise InputError(f"{source.spec}: {exc}") from None
     if args.times < 1:
         raise UsageError(f"--times {args.times}: replay at least once")
-    parts = parts_for(spec.scenario, spec.backend, spec.target, spec.group.mode)
+    source = RunFolder.open_existing(args.run_dir)
+    # A spec.json edited by hand is checked field by field, as an incident file is.
+    spec = load_edited_spec(source.read_spec(), source.spec)
+    try:
+        parts = parts_for(spec.scenario, spec.backend, spec.target, spec.group.mode)
+    except UsageError as exc:
+        raise InputError(f"{source.spec}: {exc}") from None
     runs_dir = args.runs_dir or source.path.parent.parent
     return _replay(spec, parts, runs_dir, ReplayOf.read(source.path), args.times)
 

@@ -116,6 +116,8 @@ def cluster_down(state_dir: Path, timeout_s: float = 5.0) -> list[str]:
         return _reap_docker_leftovers()
     try:
         recorded = json.loads(state.read_text(encoding="utf-8"))
+        if not isinstance(recorded, dict):
+            raise TypeError("not a JSON object")
         pids = {str(k): int(v) for k, v in recorded.get("pids", {}).items()}
         work_dir = str(recorded["work_dir"])
         docker_run = str(recorded["docker_run"]) if recorded.get("backend") == "docker" else None

@@ -29,9 +29,18 @@ from faults.schedule_check import check_schedule
 from lab.ground.cluster_settings import ActivePassiveSettings
 from lab.ground.errors import InputError, UsageError
 from lab.ground.faultops import FaultOp, canonical
-from lab.ground.spec import Durability, GroupSettings, RunSpec, Topology, Workload, parse_seed
+from lab.ground.spec import (
+    SPEC_VERSION,
+    Durability,
+    GroupSettings,
+    RunSpec,
+    Topology,
+    Workload,
+    parse_seed,
+)
+from lab.run.spec_values import check_names, check_section
 
-__all__ = ["INCIDENT", "load_incident", "validate_spec"]
+__all__ = ["INCIDENT", "load_edited_spec", "load_incident", "validate_spec"]
 
 INCIDENT = "incident"  # the scenario of a hand-written incident: no acknowledged loss
 _TOP = frozenset(
@@ -76,8 +85,22 @@ def _durability(raw: Mapping[str, Any]) -> Durability:
     if triplet is not None:
         if set(fields) - {"coalescing_sync"}:
             raise UsageError("durability: give the triplet or the three policies, not both")
-        return Durability.parse(str(triplet), bool(fields.get("coalescing_sync", True)))
-    return Durability(**fields)
+        return Durability.parse(str(triplet), _flag(fields.get("coalescing_sync", True)))
+    for name in ("master_sync", "replica_sync", "ack_policy"):
+        if name in fields and not isinstance(fields[name], str):
+            raise UsageError(f"durability.{name}: must be a policy name, not {fields[name]!r}")
+    if "coalescing_sync" in fields:
+        _flag(fields["coalescing_sync"])
+    try:
+        return Durability(**fields)
+    except (UsageError, ValueError) as exc:
+        raise UsageError(f"durability: {exc}") from None
+
+
+def _flag(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise UsageError(f"durability.coalescing_sync: must be true or false, not {value!r}")
+    return value
 
 
 def _group(raw: Mapping[str, Any]) -> GroupSettings:
@@ -92,6 +115,8 @@ def _group(raw: Mapping[str, Any]) -> GroupSettings:
     unknown = sorted(set(settings) - _names(ActivePassiveSettings))
     if unknown:
         raise UsageError(f"group.active_passive.{unknown[0]}: unknown setting")
+    check_section("group", fields)
+    check_section("group.active_passive", settings)
     return GroupSettings.from_json(fields)
 
 
@@ -142,6 +167,9 @@ def _operations(entries: Any) -> list[FaultOp]:
         missing = sorted(_OP - {"params"} - set(entry))
         if missing:
             raise UsageError(f"{where}.{missing[0]}: missing")
+        for name in ("id", "action", "fault", "target"):
+            if not isinstance(entry[name], str):
+                raise UsageError(f"{where}.{name}: must be a string, not {entry[name]!r}")
         try:
             ops.append(
                 FaultOp.from_json({**entry, "at_s": _seconds(entry["at_s"], f"{where}.at_s")})
@@ -166,17 +194,29 @@ def _spec(raw: Mapping[str, Any]) -> RunSpec:
             "give the faults as [[fault]] windows or as [[schedule]] operations, not both"
         )
     ops = _windows(raw["fault"]) if "fault" in raw else _operations(raw.get("schedule", []))
+    for name in ("scenario", "target", "backend"):
+        if name in raw and not isinstance(raw[name], str):
+            raise UsageError(f"{name}: must be a name, not {raw[name]!r}")
+    seed = raw.get("seed", 0)
+    if isinstance(seed, bool) or not isinstance(seed, int | str):
+        raise UsageError(f"seed: must be a whole number, not {seed!r}")
+    topology = _table(raw, "topology", _names(Topology))
+    check_section("topology", topology)
     workload = _table(raw, "workload", _names(Workload))
+    check_section("workload", workload)
+    if isinstance(workload.get("side"), Mapping):
+        check_section("workload.side", workload["side"])
     spec = RunSpec(
         scenario=str(raw.get("scenario", INCIDENT)),
-        seed=parse_seed(str(raw.get("seed", 0))),
+        seed=parse_seed(str(seed)),
         target=str(raw.get("target", "broker_ref")),
         backend=str(raw.get("backend", "process")),
-        topology=Topology(**_table(raw, "topology", _names(Topology))),
+        topology=Topology(**topology),
         durability=_durability(raw),
         workload=Workload.from_json(workload),
         group=_group(raw),
     )
+    check_names(_table(raw, "group", _names(GroupSettings)), spec.topology.node_names)
     return dataclasses.replace(spec, schedule=canonical(tuple(ops)))
 
 
@@ -209,6 +249,34 @@ def load_incident(path: Path) -> RunSpec:
     except (UsageError, TypeError, ValueError) as exc:
         raise InputError(f"{path}: {_one_line(exc)}") from None
     return spec
+
+
+_SPEC_JSON_NEEDS = ("scenario", "seed", "topology", "durability", "workload", "schedule")
+
+
+def load_edited_spec(raw: object, path: Path) -> RunSpec:
+    """A run folder's spec.json (perhaps edited by hand), checked field by field as an
+    incident is; InputError names the file and the field."""
+    if not isinstance(raw, Mapping):
+        raise InputError(f"{path}: a run spec is a JSON object")
+    try:
+        version = raw.get("v", SPEC_VERSION)
+        if version != SPEC_VERSION:
+            raise UsageError(f"v: spec version {version!r} is not one this lab reads")
+        for needed in _SPEC_JSON_NEEDS:
+            if needed not in raw:
+                raise UsageError(f"{needed}: missing")
+        spec = _spec(raw)
+        validate_spec(spec)
+    except (UsageError, TypeError, ValueError) as exc:
+        raise InputError(f"{path}: {_one_line(exc)}") from None
+    made_by = raw.get("lab_version")
+    revision = raw.get("git_revision")
+    return dataclasses.replace(
+        spec,
+        lab_version=made_by if isinstance(made_by, str) else spec.lab_version,
+        git_revision=revision if isinstance(revision, str) else None,
+    )
 
 
 def _one_line(exc: BaseException) -> str:

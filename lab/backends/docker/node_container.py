@@ -160,12 +160,15 @@ class NodeContainer:
         self._ending = True
         try:
             self.container.kill()
-            self.container.wait(timeout=30)
         except (NotFound, APIError, RequestException):
             return
-        # The moment it died, not once its log has been read to the end: a manager that
-        # promoted another broker meanwhile made no second primary.
+        # The moment it died: the engine has delivered SIGKILL when `kill` returns, and the
+        # node runs no more code. Not once `wait` returns (seconds later on a busy engine),
+        # nor once its log has been read to the end: a node elected or promoted meanwhile
+        # made no second master.
         self.events.emit("node.kill", self.name, signal="SIGKILL")
+        with contextlib.suppress(NotFound, APIError, RequestException):
+            self.container.wait(timeout=30)
         self._join_reader()
         self.paused = False
 

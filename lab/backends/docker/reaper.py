@@ -15,8 +15,9 @@ from pathlib import Path
 import docker
 from docker.errors import APIError, NotFound
 
-from lab.backends.docker.engine import connect, engine_answers
+from lab.backends.docker.engine import connect
 from lab.backends.docker.labels import DETACHED, NODE, OWNER, ROLE, RUN, WORK_DIR, Owner
+from lab.ground.errors import SetupError
 
 __all__ = ["Leftovers", "down", "leftovers", "reap", "reap_leftovers", "remove_run"]
 
@@ -111,10 +112,12 @@ def down(run_id: str, work_dir: Path) -> list[str]:
 
 
 def reap_leftovers() -> list[str]:
-    """Remove dead runs if an engine answers (none answering: nothing can be left)."""
-    if not engine_answers():
+    """Remove dead runs if an engine answers (none answering: nothing can be left). A busy
+    engine gets a while to answer: a slow answer must not leave a killed run's containers."""
+    try:
+        client = connect(timeout_s=30)
+    except SetupError:
         return []
-    client = connect()
     try:
         return reap(client)
     finally:

@@ -108,6 +108,16 @@ def _fetch(version: str, say: Say) -> Path:
     return tarball
 
 
+def _make_cache(folder: Path) -> None:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        where = "LAB_CACHE" if os.environ.get("LAB_CACHE") else "the lab's cache"
+        raise SetupError(
+            f"{where} ({cache_root()}): cannot make {folder}: {exc.strerror}"
+        ) from None
+
+
 def _unpack(tarball: Path, target: Path, version: str) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=".unpack-", dir=target.parent))
@@ -134,6 +144,7 @@ def ensure_distribution(version: str = VERSION, say: Say | None = None) -> Distr
     home = target / "home"
     if (home / "lib").is_dir():
         return Distribution(version, home)
+    _make_cache(target.parent)
     with host_lock(f"broker-j-{version}"):
         if not (home / "lib").is_dir():
             tarball = _fetch(version, say)
