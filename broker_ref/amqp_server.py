@@ -19,7 +19,6 @@ they are; a message is decoded only to mark a redelivery.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -28,6 +27,7 @@ from proton.reactor import Container
 
 from broker_ref.commit import GroupCommit
 from broker_ref.commit_path import CommitPath
+from broker_ref.connection_guard import ConnectionGuard, ConnectionLimits
 from broker_ref.consumers import Consumers
 from broker_ref.declarations import Declarations, replication_level
 from broker_ref.durability import SyncPolicy
@@ -71,6 +71,7 @@ class AmqpServer(Handler):
         replica_sync: SyncPolicy = SyncPolicy.NO_SYNC,
         insufficient_replicas_timeout_s: float = 5.0,
         active_passive: bool = False,
+        limits: ConnectionLimits = ConnectionLimits(),  # noqa: B008 (frozen)
     ) -> None:
         self._node = node
         # Active-passive: messages are visible at commit, a non-durable one stays off the
@@ -102,6 +103,7 @@ class AmqpServer(Handler):
         self._container = container
         self._acceptor = acceptor
         self._connections: set[Connection] = set()
+        self._guard = ConnectionGuard(container, limits, oplog)
         self._producers: dict[Link, Queue] = {}
         self.consumers = Consumers(self._dequeue)
         self.declarations = Declarations(queues, commit, self.commit_path, roles, oplog)
@@ -119,6 +121,7 @@ class AmqpServer(Handler):
         if not self._timers_started:
             self._timers_started = True
             self.commit_path.start_timers(self._schedule, lambda: self._closing)
+            self._guard.start(lambda: self._closing)
 
     # ---- lifecycle -------------------------------------------------------------------------
 
@@ -160,12 +163,13 @@ class AmqpServer(Handler):
         connection_of(event).container = self._node
 
     def on_connection_bound(self, event: Event) -> None:
+        self._guard.bound(event)
         if self._idle_timeout_s > 0 and event.transport is not None:
             event.transport.idle_timeout = self._idle_timeout_s
 
     def on_connection_remote_open(self, event: Event) -> None:
         connection = connection_of(event)
-        if connection.state & Endpoint.LOCAL_UNINIT == 0:
+        if connection.state & Endpoint.LOCAL_UNINIT == 0 or not self._guard.admit(connection):
             return
         if self._roles.current is not Role.MASTER or self._closing or self.commit_path.suspended:
             connection.condition = Condition(FORCED, "not the master")
@@ -183,15 +187,17 @@ class AmqpServer(Handler):
     def on_connection_remote_close(self, event: Event) -> None:
         connection = connection_of(event)
         self._drop_connection(connection)
-        if connection.state & Endpoint.LOCAL_ACTIVE:
+        if connection.state & (Endpoint.LOCAL_ACTIVE | Endpoint.LOCAL_UNINIT):  # also: no open
             connection.close()
 
     def on_transport_error(self, event: Event) -> None:
-        condition = event.transport.condition if event.transport is not None else None
-        if condition is not None:
-            print(f"transport error: {condition.name}: {condition.description}", file=sys.stderr)
+        self._guard.transport_error(event)
+
+    def on_transport_tail_closed(self, event: Event) -> None:
+        self._guard.tail_closed(event)
 
     def on_transport_closed(self, event: Event) -> None:
+        self._guard.closed(event)
         if event.connection is not None:
             self._drop_connection(event.connection)
 

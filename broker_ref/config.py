@@ -11,7 +11,9 @@
      "management_user": "admin", "management_password": "admin",
      "mode": "replicated-group", "ha_replicate": "none", "ha_backup_timeout_s": 10,
      "link_heartbeat_interval_s": 120, "link_maintenance_interval_s": 2,
-     "ha_auth": false, "ha_username": "", "ha_password": "", "ha_mechanism": "ANONYMOUS"}
+     "ha_auth": false, "ha_username": "", "ha_password": "", "ha_mechanism": "ANONYMOUS",
+     "group_secret": "", "replication_tls": false, "management_tls": false,
+     "tls_cert_file": "", "tls_key_file": "", "tls_ca_file": ""}
 
 `name`, `amqp_port`, `management_port` and `data_dir` are required; the others
 take the defaults shown (no peers: a group of one). `peers` says how this node
@@ -32,6 +34,17 @@ its primary after twice `link_heartbeat_interval_s` of silence; a backup looks f
 primary every `link_maintenance_interval_s`. With `ha_auth` on, a node accepts a peer only
 with the group's `ha_username` / `ha_password` (mechanism PLAIN; ANONYMOUS is refused); the
 same keys are what this node presents to its peers.
+
+The AMQP port's limits (connection_guard.py): at most `max_connections` client connections
+(default 1000; more are refused with amqp:resource-limit-exceeded), and each must send its
+AMQP `open` within `handshake_timeout_s` (default 10) of connecting or be closed.
+
+`group_secret` (16 characters or more; empty: none) makes every peer prove it knows the
+group's secret before anything it sends is read (peer_auth.py; the secret never crosses
+the wire). `replication_tls` puts the peer connections under TLS with mutual verification
+against `tls_ca_file` (each node presents `tls_cert_file` / `tls_key_file`, issued to its
+name); `management_tls` serves the management API over HTTPS with the same certificate.
+Relative file names are taken relative to the config file's folder, as `data_dir` is.
 """
 
 from __future__ import annotations
@@ -44,6 +57,7 @@ from typing import Any
 
 from broker_ref.durability import Durability, SyncPolicy, parse_durability
 from broker_ref.errors import ConfigError
+from broker_ref.security_config import parse_security
 
 __all__ = [
     "ACTIVE_PASSIVE",
@@ -96,6 +110,14 @@ class NodeConfig:
     ha_username: str = ""
     ha_password: str = ""
     ha_mechanism: str = "ANONYMOUS"
+    max_connections: int = 1000
+    handshake_timeout_s: float = 10.0
+    group_secret: str = ""
+    replication_tls: bool = False
+    management_tls: bool = False
+    tls_cert_file: str = ""
+    tls_key_file: str = ""
+    tls_ca_file: str = ""
 
     @property
     def active_passive(self) -> bool:
@@ -138,6 +160,14 @@ _OPTIONAL = (
     "ha_username",
     "ha_password",
     "ha_mechanism",
+    "max_connections",
+    "handshake_timeout_s",
+    "group_secret",
+    "replication_tls",
+    "management_tls",
+    "tls_cert_file",
+    "tls_key_file",
+    "tls_ca_file",
 )
 
 
@@ -241,6 +271,9 @@ def parse_config(raw: Any, base_dir: Path | None = None) -> NodeConfig:
         ha_username=_plain(raw, "ha_username"),
         ha_password=_plain(raw, "ha_password"),
         ha_mechanism=_choice(raw, "ha_mechanism", MECHANISMS, default="ANONYMOUS"),
+        max_connections=_int(raw, "max_connections", 1000, 1, 100_000),
+        handshake_timeout_s=_seconds(raw, "handshake_timeout_s", 10.0, 0.1, 3600),
+        **parse_security(raw, base_dir),
     )
 
 

@@ -16,7 +16,11 @@
                                                   200, or 422 with {"errorMessage"}
 
 Every /api/ path needs HTTP basic authentication with the node's configured
-credentials: 401 otherwise, and nothing changes.
+credentials: 401 otherwise, and nothing changes. A body must be at most 64 KiB (413), say
+its length (411; a chunked body is refused) and be `application/json` (415); a request
+that is refused for what it is, not for what it asks (400, 401, 411, 413, 415, a request
+line or headers the server cannot read, a client too slow to send its request), is logged
+(REF-1010) and changes nothing. With `management_tls` the API is served over HTTPS.
 """
 
 from __future__ import annotations
@@ -25,12 +29,16 @@ import base64
 import binascii
 import hmac
 import json
+import socket
+import ssl
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
 from urllib.parse import unquote, urlsplit
 
 from broker_ref.errors import ChangeRefused
+from broker_ref.oplog import Code, OperationalLog
+from broker_ref.peer_auth import RefusalLog
 
 __all__ = ["ChangeRefused", "ManagementServer", "NodeView"]
 
@@ -38,6 +46,8 @@ _VHN_PREFIX = "/api/latest/virtualhostnode/"
 _REMOTE_PREFIX = "/api/latest/remotereplicationnode/"
 _HA_PREFIX = "/api/latest/ha/"
 MAX_BODY = 64 * 1024
+REQUEST_TIMEOUT_S = 10.0
+_LOGGED = (400, 401, 411, 413, 415)
 
 
 class NodeView(Protocol):
@@ -71,14 +81,42 @@ class NodeView(Protocol):
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, address: tuple[str, int], view: NodeView) -> None:
+    def __init__(
+        self,
+        address: tuple[str, int],
+        view: NodeView,
+        refusals: RefusalLog | None,
+        tls: ssl.SSLContext | None,
+    ) -> None:
         self.view = view
+        self.refusals = refusals
+        self.tls = tls
         super().__init__(address, _RequestHandler)
+
+    def finish_request(self, request: Any, client_address: Any) -> None:
+        """Serve one connection (in its own thread): the TLS handshake first, if any."""
+        if self.tls is None:
+            super().finish_request(request, client_address)
+            return
+        assert isinstance(request, socket.socket)
+        request.settimeout(REQUEST_TIMEOUT_S)
+        try:
+            wrapped = self.tls.wrap_socket(request, server_side=True)
+        except (OSError, ValueError) as exc:
+            if self.refusals is not None:
+                where = f"{client_address[0]}:{client_address[1]}"
+                self.refusals.refused(f"Management request refused : TLS : {where} : {exc}")
+            return
+        try:
+            super().finish_request(wrapped, client_address)
+        finally:
+            wrapped.close()
 
 
 class _RequestHandler(BaseHTTPRequestHandler):
     server: _Server
     protocol_version = "HTTP/1.1"
+    timeout = REQUEST_TIMEOUT_S
 
     def _path(self) -> str:
         return urlsplit(self.path).path.rstrip("/") or "/"
@@ -95,6 +133,9 @@ class _RequestHandler(BaseHTTPRequestHandler):
             if hmac.compare_digest(given.encode(), expected.encode()):
                 return True
         body = json.dumps({"errorMessage": "authentication required"}).encode()
+        self._refused(401, "authentication required")
+        if self.command in ("POST", "PUT"):
+            self.close_connection = True
         self.send_response(401)
         self.send_header("WWW-Authenticate", 'Basic realm="broker_ref"')
         self.send_header("Content-Type", "application/json")
@@ -136,12 +177,11 @@ class _RequestHandler(BaseHTTPRequestHandler):
         if not ha and not self._named(path, _VHN_PREFIX):
             self._reply(404, {"errorMessage": "not found", "path": path})
             return
-        length = int(self.headers.get("Content-Length") or 0)
-        if length > MAX_BODY:
-            self._reply(413, {"errorMessage": "request body too large"})
+        body = self._body()
+        if body is None:
             return
         try:
-            changes = json.loads(self.rfile.read(length) or b"{}")
+            changes = json.loads(body or b"{}")
         except ValueError:
             self._reply(400, {"errorMessage": "the body is not JSON"})
             return
@@ -164,18 +204,58 @@ class _RequestHandler(BaseHTTPRequestHandler):
 
     do_PUT = do_POST
 
+    def _body(self) -> bytes | None:
+        """The request's body, or None once it is refused (411, 413, 415, 400)."""
+        if "Transfer-Encoding" in self.headers:
+            self._reply(411, {"errorMessage": "a body must say its Content-Length"})
+            return None
+        text = self.headers.get("Content-Length") or "0"
+        length = int(text) if text.isdigit() and len(text) < 10 else -1
+        if length < 0:
+            self._reply(400, {"errorMessage": f"bad Content-Length {text[:20]!r}"})
+            return None
+        if length > MAX_BODY:
+            self._reply(413, {"errorMessage": f"request body too large (limit {MAX_BODY})"})
+            return None
+        kind = self.headers.get("Content-Type", "").split(";")[0].strip().lower()
+        if length and kind != "application/json":
+            self._reply(415, {"errorMessage": f"the body must be application/json, not {kind!r}"})
+            return None
+        return self.rfile.read(length)
+
     def _not_allowed(self) -> None:
         self._reply(405, {"errorMessage": f"method {self.command} not allowed"})
 
     do_DELETE = do_PATCH = _not_allowed
 
     def _reply(self, status: int, body: dict[str, Any] | list[Any]) -> None:
+        if status in _LOGGED:
+            why = body.get("errorMessage", "") if isinstance(body, dict) else ""
+            self._refused(status, str(why))
+        if status != 200 and self.command in ("POST", "PUT"):
+            self.close_connection = True  # a body left unread is not the next request
         data = json.dumps(body).encode("utf-8")
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
+
+    def _refused(self, status: int, why: str) -> None:
+        refusals = self.server.refusals
+        if refusals is not None:
+            where = f"{self.client_address[0]}:{self.client_address[1]}"
+            what = f"{self.command} {self.path[:100]}"
+            refusals.refused(f"Management request refused : {status} : {what} : {where} : {why}")
+
+    def log_error(self, format: str, *args: Any) -> None:
+        """What the server itself refuses (a request line or headers it cannot read, a
+        client that sends nothing in time) is logged as a refusal."""
+        refusals = self.server.refusals
+        if refusals is not None:
+            where = f"{self.client_address[0]}:{self.client_address[1]}"
+            text = (format % args)[:200]
+            refusals.refused(f"Management request refused : {where} : {text}")
 
     def log_message(self, format: str, *args: Any) -> None:
         return
@@ -184,8 +264,16 @@ class _RequestHandler(BaseHTTPRequestHandler):
 class ManagementServer:
     """The HTTP listener; binding happens in the constructor, serving in `start`'s thread."""
 
-    def __init__(self, host: str, port: int, view: NodeView) -> None:
-        self._server = _Server((host, port), view)
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        view: NodeView,
+        oplog: OperationalLog | None = None,
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
+        refusals = None if oplog is None else RefusalLog(oplog, Code.MANAGEMENT_REFUSED)
+        self._server = _Server((host, port), view, refusals, tls)
         self._thread = threading.Thread(
             target=self._server.serve_forever, name="management", daemon=True
         )

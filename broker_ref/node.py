@@ -26,6 +26,7 @@ from proton.reactor import Container
 from broker_ref.amqp_server import AmqpServer
 from broker_ref.commit import GroupCommit
 from broker_ref.config import NodeConfig
+from broker_ref.connection_guard import ConnectionLimits
 from broker_ref.errors import StartupError, StoreCorrupt
 from broker_ref.feeds import replication_filter
 from broker_ref.frame_log import FrameLog
@@ -40,6 +41,7 @@ from broker_ref.queues import QueueBook
 from broker_ref.records import encode_frame
 from broker_ref.roles import Role, RoleTracker
 from broker_ref.shutdown import ShutdownSignal
+from broker_ref.tls import management_context
 
 if TYPE_CHECKING:
     from proton._reactor import Acceptor
@@ -126,7 +128,13 @@ class Node:
         self._shutdown.install()
         try:
             try:
-                self._management = ManagementServer(config.host, config.management_port, self.view)
+                self._management = ManagementServer(
+                    config.host,
+                    config.management_port,
+                    self.view,
+                    oplog=self._oplog,
+                    tls=management_context(config),
+                )
             except OSError as exc:
                 raise StartupError(
                     f"cannot listen on {config.host}:{config.management_port} (management):"
@@ -183,6 +191,7 @@ class Node:
                 replica_sync=config.durability.replica_sync,
                 insufficient_replicas_timeout_s=config.insufficient_replicas_timeout_s,
                 active_passive=config.active_passive,
+                limits=ConnectionLimits(config.max_connections, config.handshake_timeout_s),
             )
             group = Group(
                 config,

@@ -50,6 +50,8 @@ class Code(enum.StrEnum):
     STORE_WRITE_FAILED = "REF-1002"
     STORE_WRITES_RESUMED = "REF-1003"
     STORE_CORRUPT = "REF-1008"  # Store corrupt : file : offset : why (the node stops)
+    PEER_REFUSED = "REF-1009"  # Peer refused : host:port : node 'x' : why (replication port)
+    MANAGEMENT_REFUSED = "REF-1010"  # Management request refused : 415 : POST /path : why
     # the active-passive cluster (the C++ broker's HA module has no codes; these are ours)
     HA_STATUS = "REF-2001"  # Status change : joining -> catchup
     HA_PROMOTED = "REF-2002"  # Promoted to primary
@@ -65,6 +67,10 @@ class Code(enum.StrEnum):
     HA_LINK_REFUSED = "REF-2012"  # Client closed connection with 320 : ...
     HA_AUTH_FAILED = "REF-2013"  # Authentication failed for ...
     HA_REPLICATION = "REF-2014"  # Queue replication : 'q' replicate none
+    # the AMQP port's limits (connection_guard.py): once per burst, then a count
+    CONNECTION_LIMIT = "REF-3001"  # Connection limit : ... refusing new connections
+    HANDSHAKE_TIMEOUT = "REF-3002"  # Handshake timeout : closed N connections ...
+    CONNECTION_ERROR = "REF-3003"  # Connection error : Peer : ... : framing-error : ...
 
 
 def utc_now() -> datetime:

@@ -30,13 +30,19 @@ def write_message(
     writer.write(encode_message(header, payload))
 
 
-async def read_message(reader: asyncio.StreamReader) -> tuple[dict[str, Any], bytes]:
-    """The next message; raises IncompleteReadError at the end of the stream, ValueError on junk."""
+async def read_message(
+    reader: asyncio.StreamReader, limit: int = MAX_FRAME
+) -> tuple[dict[str, Any], bytes]:
+    """The next message; raises IncompleteReadError at the end of the stream, ValueError on junk
+    (a frame larger than `limit`, a header that is not a JSON object)."""
     head = await reader.readexactly(_HEAD.size)
     head_len, payload_len = _HEAD.unpack(head)
-    if head_len > MAX_FRAME or payload_len > MAX_FRAME:
-        raise ValueError("frame too large")
-    header = json.loads(await reader.readexactly(head_len))
+    if head_len > limit or payload_len > limit:
+        raise ValueError(f"frame too large ({head_len} + {payload_len} bytes, limit {limit})")
+    try:
+        header = json.loads(await reader.readexactly(head_len))
+    except RecursionError:
+        raise ValueError("header nested too deeply") from None
     if not isinstance(header, dict):
         raise ValueError("header is not an object")
     payload = await reader.readexactly(payload_len) if payload_len else b""

@@ -6,7 +6,6 @@ import base64
 import json
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -21,6 +20,7 @@ from proton import Delivery, Message
 from proton.utils import BlockingConnection
 
 from broker_ref.log_store import LOG_FILE_NAME
+from lab.ground.ports import free_ports
 
 OPLOG_LINE = re.compile(r"^(\S+) (\w+) \[(\S+)\] ([A-Z]+-\d{4}) : (.*)$")
 REPO = Path(__file__).resolve().parent.parent
@@ -39,9 +39,9 @@ class _Lines:
 
 
 def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A port on 127.0.0.1 nothing listens on, reserved for this process (lab.ground.ports):
+    below the ephemeral range, so no outgoing connection takes it before it is used."""
+    return free_ports(1)[0]
 
 
 @dataclass

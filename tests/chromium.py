@@ -7,7 +7,7 @@ import os
 import shutil
 import subprocess
 
-import pytest
+from lab.pytest_plugin import skip_unless_ci
 
 __all__ = ["CHROMIUM_FLAGS", "chromium"]
 
@@ -29,7 +29,7 @@ def chromium() -> str:
     if found:
         return found
     if os.geteuid() != 0 or shutil.which("apt-get") is None:
-        pytest.skip("needs chromium: not installed, and not root to apt-get install chromium")
+        skip_unless_ci("needs chromium: not installed, and not root to apt-get install chromium")
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     install = [
         "apt-get", "-o", "DPkg::Lock::Timeout=600", "install", "-y", "-q",
@@ -44,5 +44,6 @@ def chromium() -> str:
         done = subprocess.run(install, env=env, capture_output=True, text=True, timeout=1200)
     found = shutil.which("chromium")
     if done.returncode != 0 or not found:
-        pytest.skip(f"chromium could not be installed with apt-get: {done.stderr.strip()[-300:]}")
+        said = done.stderr.strip()[-300:]
+        skip_unless_ci(f"chromium could not be installed with apt-get: {said}")
     return found

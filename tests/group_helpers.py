@@ -6,7 +6,6 @@ from __future__ import annotations
 import base64
 import json
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -14,19 +13,32 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+from lab.ground.ports import free_ports
 
 REPO = Path(__file__).resolve().parent.parent
 
 
+T = TypeVar("T")
+
+
+def until(read: Callable[[], T], want: Callable[[T], bool], timeout_s: float = 20.0) -> T:
+    """Read until `want` holds of what was read, and return it; an AssertionError naming
+    the last reading after `timeout_s` (polling with a deadline, never a fixed sleep)."""
+    deadline = time.monotonic() + timeout_s
+    seen = read()
+    while not want(seen):
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"still {seen!r} after {timeout_s:g} s")
+        time.sleep(0.05)
+        seen = read()
+    return seen
+
+
 def _free_ports(count: int) -> list[int]:
-    socks = [socket.socket() for _ in range(count)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
+    """Ports nothing listens on, reserved for this process (lab.ground.ports)."""
+    return free_ports(count)
 
 
 class LocalGroup:

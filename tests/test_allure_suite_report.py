@@ -21,6 +21,7 @@ from chromium import CHROMIUM_FLAGS, chromium
 from conftest import ROOT, run_lab
 
 from lab.ground.errors import SetupError
+from lab.pytest_plugin import skip_unless_ci
 from lab.reporting.allure_cli import generate_report
 from lab.reporting.allure_environment import environment_of, merge_environment, read_environment
 from lab.reporting.allure_report import CHECKER_RESULT, HISTORY_SUMMARY, TIMELINE
@@ -53,20 +54,32 @@ def test_allure_command_without_results_dir(tmp_path: Path) -> None:
     assert not (tmp_path / "out").exists()
 
 
-def test_allure_command_names_what_is_missing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _bare_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    """A results folder, and a PATH of one empty folder (returned) with no JAVA_HOME."""
     results = tmp_path / "results"
     results.mkdir()
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     monkeypatch.delenv("JAVA_HOME", raising=False)
     monkeypatch.setenv("PATH", str(bin_dir))
+    return results, bin_dir
+
+
+def test_allure_command_names_java_when_it_is_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    results, _ = _bare_path(tmp_path, monkeypatch)
     with pytest.raises(SetupError, match="Java"):
         generate_report(results, tmp_path / "out", tools_dir=tmp_path / "tools", say=print)
+
+
+def test_allure_command_names_npm_when_only_java_is_there(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     java = shutil.which("java", path=os.defpath + os.pathsep + "/usr/lib/jvm/default-java/bin")
     if java is None:
-        return
+        skip_unless_ci("needs Java to get past the Java check: no java on PATH")
+    results, bin_dir = _bare_path(tmp_path, monkeypatch)
     (bin_dir / "java").symlink_to(java)
     with pytest.raises(SetupError, match="npm"):
         generate_report(results, tmp_path / "out", tools_dir=tmp_path / "tools", say=print)

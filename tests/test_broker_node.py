@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 
 import pytest
 from broker_helpers import NodeFactory, _free_port, _Lines, _receive_all, _send
+from group_helpers import until
 from proton import ConnectionException, Delivery
 from proton.reactor import Container
 from proton.utils import BlockingConnection
@@ -125,8 +125,9 @@ def test_a_silent_consumer_times_out_and_its_message_is_redelivered(
     _send(node.url, "q", ["a"])
     silent = BlockingConnection(node.url, timeout=10)
     assert silent.create_receiver("q", credit=1).receive(timeout=5).id == "a"
-    # `silent` processes no I/O from here on, so it sends no heartbeats.
-    time.sleep(2.5)
+    # `silent` processes no I/O from here on, so it sends no heartbeats: the node closes it.
+    # The sender's connection closed first; the silent one's close is the second.
+    until(node.oplog, lambda lines: [code for _, code, _ in lines].count("CON-1002") >= 2)
     received = _receive_all(node.url, "q")
     assert [(m.id, m.delivery_count) for m in received] == [("a", 1)]
     assert any(code == "CON-1002" for _, code, _ in node.oplog())

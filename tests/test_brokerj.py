@@ -17,6 +17,7 @@ from lab.backends.catalog import make_cluster
 from lab.backends.process.cluster import ProcessCluster
 from lab.ground.errors import ClusterError, SetupError
 from lab.ground.spec import Durability, GroupSettings, Topology
+from lab.pytest_plugin import skip_unless_ci
 from lab.run.runner import RunOutcome
 from lab.targets.brokerj.distribution import ensure_distribution
 from lab.targets.catalog import make_target
@@ -36,11 +37,11 @@ class _Events:
 def _broker_j() -> None:
     for tool in ("java", "jcmd"):
         if shutil.which(tool) is None:
-            pytest.skip(f"Broker-J needs a JDK ({tool} is not on PATH)")
+            skip_unless_ci(f"Broker-J needs a JDK ({tool} is not on PATH)")
     try:
         ensure_distribution()
     except SetupError as exc:
-        pytest.skip(f"Broker-J could not be fetched: {exc}")
+        skip_unless_ci(f"Broker-J could not be fetched: {exc}")
 
 
 def _assert_held(outcome: RunOutcome) -> None:
@@ -65,7 +66,7 @@ def test_master_failure_holds_in_containers(lab_run: Callable[..., RunOutcome]) 
     from lab.backends.docker.engine import can_install, engine_answers
 
     if not engine_answers() and not can_install():
-        pytest.skip("no Docker engine answers, and the lab installs one only as root on Debian")
+        skip_unless_ci("no Docker engine answers, and the lab installs one only as root on Debian")
     _assert_held(lab_run("master-failure", backend="docker", target="qpid-broker-j"))
 
 
@@ -164,7 +165,7 @@ def test_a_node_link_is_cut_in_the_nodes_and_a_full_gc_runs_in_containers(tmp_pa
     from lab.backends.docker.engine import can_install, engine_answers
 
     if not engine_answers() and not can_install():
-        pytest.skip("no Docker engine answers, and the lab installs one only as root on Debian")
+        skip_unless_ci("no Docker engine answers, and the lab installs one only as root on Debian")
     from lab.backends.docker import node_filter
 
     events = _Events()

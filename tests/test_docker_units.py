@@ -6,10 +6,6 @@ import json
 import os
 from pathlib import Path
 
-import pytest
-
-pytest.importorskip("docker", reason="the Docker SDK (`docker` package) is not installed")
-
 from faults.catalog import FAULTS
 from lab.backends.docker.base_image import _serves
 from lab.backends.docker.images import _digest

@@ -14,9 +14,11 @@ from pathlib import Path
 
 import pytest
 from conftest import run_lab
+from group_helpers import until
 
 from lab.bench.interrupt import interrupt_once, leftovers_of
 from lab.ground.paths import LAB_ROOT
+from lab.pytest_plugin import skip_unless_ci
 
 LONG_PAUSE = """
 scenario = "incident"
@@ -86,8 +88,8 @@ def test_a_killed_lab_is_cleared_up_by_the_next_command(tmp_path: Path) -> None:
     proc.kill()
     proc.wait(timeout=30)
     assert not (folder / "result.json").exists()
-    time.sleep(0.5)  # the kernel delivers each child's parent-death signal
-    assert leftovers_of(folder) == []  # they died with it
+    # they die with it, once the kernel has delivered each child's parent-death signal
+    until(lambda: leftovers_of(folder), lambda left: left == [], timeout_s=10)
     assert run_lab("list", cwd=tmp_path).returncode == 0  # any lab command settles it
     said = _interrupted(folder)
     assert said["signal"] == "SIGKILL" and said["phase"] == "load"
@@ -109,12 +111,14 @@ def test_containers_of_a_stopped_run_are_removed(tmp_path: Path, sig: signal.Sig
     from lab.backends.docker.engine import can_install, engine_answers
 
     if not engine_answers() and not can_install():
-        pytest.skip("no Docker engine answers, and the lab installs one only as root on Debian")
+        skip_unless_ci("no Docker engine answers, and the lab installs one only as root on Debian")
     proc, folder = _start(tmp_path, "docker")
     proc.send_signal(sig)
     proc.wait(timeout=90)
     if sig == signal.SIGKILL:
         assert leftovers_of(folder), "a killed lab leaves its containers until the next command"
         assert run_lab("list", cwd=tmp_path).returncode == 0
-    assert leftovers_of(folder) == []
+    log = tmp_path / ".lab" / "orphans.log"
+    said = log.read_text(encoding="utf-8") if log.is_file() else "(nothing logged)"
+    assert leftovers_of(folder) == [], f"what the reaper logged: {said}"
     assert _interrupted(folder)["signal"] == sig.name

@@ -152,7 +152,7 @@ def test_predicted_loss_must_be_seen_and_two_masters_when_expected() -> None:
 
 def test_undrained_loss_is_unknown_either_way() -> None:
     for loss in ("none", "detected"):
-        verdict = Prediction(text="t", loss=loss).judge(  # type: ignore[arg-type]
+        verdict = Prediction(text="t", loss=loss).judge(
             _check(lost=5, drained=False), EVENTS, _metrics()
         )
         assert verdict.outcome == "unknown"
@@ -205,7 +205,7 @@ def test_a_bound_counted_from_a_restart_gets_the_targets_restart_allowance() -> 
 
 def _with(**changes: Any) -> CheckResult:
     """A clean check with some counts changed (IdSets given as counts)."""
-    fields = {
+    fields: dict[str, Any] = {
         k: (_ids(v) if k in ("unexpected", "resurrected", "duplicated") else v)
         for k, v in changes.items()
     }
@@ -285,3 +285,109 @@ def test_an_expectation_without_a_named_violation_is_named_by_its_class() -> Non
         _check(), EVENTS, _metrics(), TargetTraits("qpid-broker-j")
     )
     assert uncheckable.violations == ("uncheckable",)
+
+
+@pytest.mark.parametrize(
+    ("prediction", "check", "outcome", "kinds"),
+    [
+        # Loss that the consumers could not drain is unknown only when nothing else broke.
+        (
+            Prediction(text="t"),
+            replace(_check(lost=3, drained=False), unexpected=_ids(1)),
+            "broken",
+            ("lost", "unexpected"),
+        ),
+        (
+            Prediction(text="t", loss="detected"),
+            replace(_check(lost=3, drained=False), unexpected=_ids(1)),
+            "broken",
+            ("unexpected",),
+        ),
+        (
+            Prediction(text="t", loss="detected"),
+            _check(lost=3, drained=False),
+            "unknown",
+            ("not-drained",),
+        ),
+        (Prediction(text="t", loss="allowed"), _check(lost=3, drained=False), "held", ()),
+        # Nothing acknowledged: nothing else is judged, whatever else the check found.
+        (
+            Prediction(text="t", two_masters="expected", loss="detected"),
+            replace(_check(acknowledged=0), unexpected=_ids(2), resurrected=_ids(1)),
+            "unknown",
+            ("nothing-acknowledged",),
+        ),
+        # A refusal seen where none was predicted is no violation; a resurrection always is.
+        (Prediction(text="t"), _with(failed=2), "held", ()),
+        (
+            Prediction(text="t", refusals_expected=True),
+            _with(failed=2, resurrected=1),
+            "broken",
+            ("resurrected",),
+        ),
+    ],
+)
+def test_undrained_loss_beside_other_findings_and_what_comes_first(
+    prediction: Prediction, check: CheckResult, outcome: str, kinds: tuple[str, ...]
+) -> None:
+    verdict = prediction.judge(check, EVENTS, _metrics())
+    assert (verdict.outcome, verdict.violations) == (outcome, kinds)
+    assert len(verdict.reasons) == max(len(kinds), 1 if outcome != "held" else 0)
+
+
+def test_each_reason_says_how_many_messages() -> None:
+    check = replace(
+        _check(lost=4), unexpected=_ids(2), resurrected=_ids(3), duplicated=_ids(5), failed=0
+    )
+    prediction = Prediction(text="t", duplicates_allowed=False, refusals_expected=True)
+    verdict = prediction.judge(check, EVENTS, _metrics())
+    assert verdict.reasons == (
+        "2 message(s) received that were never sent",
+        "3 refused message(s) were delivered",
+        "no publish was refused, though the documents predict refusals",
+        "5 message(s) delivered more than once",
+        "4 acknowledged message(s) lost",
+    )
+    assert verdict.violations == ("duplicated", "lost", "no-refusal", "resurrected", "unexpected")
+    undrained = Prediction(text="t").judge(_check(lost=6, drained=False), EVENTS, _metrics())
+    assert undrained.reasons[0].startswith("6 acknowledged message(s) not received")
+    detected = Prediction(text="t", loss="detected")
+    unknown = detected.judge(_check(lost=7, drained=False), EVENTS, _metrics())
+    assert "7 acknowledged message(s) not received" in unknown.reasons[0]
+    assert "loss is not established" in unknown.reasons[0]
+
+
+def test_allowed_loss_requires_none_and_names_none() -> None:
+    allowed = Prediction(text="t", loss="allowed")
+    assert allowed.judge(_check(), EVENTS, _metrics()) == allowed.judge(
+        _check(lost=3), EVENTS, _metrics()
+    )
+    assert allowed.judge(_check(), EVENTS, _metrics()).outcome == "held"
+
+
+def test_every_reason_is_said_in_full() -> None:
+    """The reasons go into result.json and the reports as they are written here."""
+
+    def reasons(prediction: Prediction, check: CheckResult, two: bool = False) -> tuple[str, ...]:
+        return prediction.judge(check, EVENTS, _metrics(two_masters=two)).reasons
+
+    t = "t"
+    assert reasons(Prediction(t), _check(acknowledged=0)) == (
+        "no message was acknowledged: the prediction was not tested",
+    )
+    assert reasons(Prediction(t), _check(lost=2, drained=False)) == (
+        "2 acknowledged message(s) not received, but the consumers could not drain the queue",
+    )
+    assert reasons(Prediction(t, loss="detected"), _check(lost=2, drained=False)) == (
+        "2 acknowledged message(s) not received, but the consumers could not drain the queue, "
+        "so the loss is not established",
+    )
+    assert reasons(Prediction(t, loss="detected"), _check()) == (
+        "the documents predict acknowledged loss here, and none was seen",
+    )
+    assert reasons(Prediction(t, two_masters="forbidden"), _check(), True) == (
+        "two nodes were MASTER at the same time",
+    )
+    assert reasons(Prediction(t, two_masters="expected"), _check()) == (
+        "the documents predict two masters at once here, and none were seen",
+    )

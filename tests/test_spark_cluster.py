@@ -9,7 +9,6 @@ import csv
 import math
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -21,6 +20,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from lab.bench.synth_runs import synthesize_runs
+from lab.ground.ports import free_ports
 from spark_reports.cli import add_arguments, run_report
 from spark_reports.manifest import read_manifest
 
@@ -30,9 +30,9 @@ TABLES = ("reliability", "broken_runs", "unreadable_runs", "performance", "trend
 
 
 def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+    """A port on 127.0.0.1 nothing listens on, reserved for this process (lab.ground.ports):
+    below the ephemeral range, so no outgoing connection takes it before it is used."""
+    return free_ports(1)[0]
 
 
 def _wait_for(log: Path, text: str, process: subprocess.Popen[bytes], seconds: float) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -15,15 +14,17 @@ from pathlib import Path
 
 import pytest
 
+from lab.ground.ports import free_ports
+
 # --- real processes: broker_ref and the workers --------------------------------------------
 
 OP_FIELDS = {"time", "process", "type", "f", "value", "node", "seq", "redelivered", "error"}
 
 
 def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+    """A port on 127.0.0.1 nothing listens on, reserved for this process (lab.ground.ports):
+    below the ephemeral range, so no outgoing connection takes it before it is used."""
+    return free_ports(1)[0]
 
 
 def stop_process(proc: subprocess.Popen[bytes]) -> None:

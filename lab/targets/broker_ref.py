@@ -3,6 +3,14 @@
 Each node's configuration names its peers by the Toxiproxy proxy it dials
 (`<self>_to_<peer>`), so every node→node link can be cut or slowed; a group of
 one node has no peers and behaves as a standalone broker.
+
+Every run's nodes share a group secret made for the run (broker_ref_security.py): a peer
+that cannot prove it knows it is refused. A dialling node proves it in its first frame, so
+a link cut one way (the one_way_partition fault) still comes up in the direction that
+works. `BrokerRefTarget(group_secret=False)` leaves it out (a group without
+authentication, as a control); `replication_tls=True` also puts the peer links under mutual
+TLS with certificates from a CA made for the run (process backend only). A node's
+config.json holds the secret, so it is written readable by its owner only.
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ from lab.ground.errors import UsageError
 from lab.ground.nodes import ClusterPlan, NodePlan
 from lab.ground.ports import HOST
 from lab.ground.spec import GroupSettings
+from lab.targets.broker_ref_security import group_secret, tls_files, write_private
 from lab.targets.management import Credentials
 from lab.targets.protocol import ContainerLaunch, LogRecord, RestManagement, parse_oplog_line
 
@@ -25,9 +34,14 @@ CONTAINER_CONFIG = "/etc/lab/node.json"
 
 
 def node_config(
-    cluster: ClusterPlan, node: NodePlan, credentials: Credentials, host: str = HOST
+    cluster: ClusterPlan,
+    node: NodePlan,
+    credentials: Credentials,
+    host: str = HOST,
+    security: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The JSON configuration of one node of the group; it listens on `host`."""
+    """The JSON configuration of one node of the group; it listens on `host`. `security`
+    adds the group secret and TLS keys (BrokerRefTarget.security)."""
     settings = cluster.settings
     peers = dict(cluster.peer_addresses.get(node.name, {}))
     return {
@@ -53,6 +67,7 @@ def node_config(
         "management_user": credentials.user,
         "management_password": credentials.password,
         **_active_passive_config(settings, node.name),
+        **(security or {}),
     }
 
 
@@ -106,6 +121,22 @@ class BrokerRefTarget(RestManagement):
     founded_by_first_node = False  # a lone node is no majority: the group elects together
     data_disk_mb = 64
 
+    def __init__(self, group_secret: bool = True, replication_tls: bool = False) -> None:
+        self.group_secret = group_secret or replication_tls
+        self.replication_tls = replication_tls
+
+    def security(self, node: NodePlan) -> dict[str, Any]:
+        """The run's group secret, and TLS files when asked for, for `node`'s configuration
+        (kept in the run's nodes folder)."""
+        nodes_dir = node.node_dir.parent
+        out: dict[str, Any] = {}
+        if self.group_secret:
+            out["group_secret"] = group_secret(nodes_dir)
+        if self.replication_tls:
+            out["replication_tls"] = True
+            out.update(tls_files(nodes_dir, node.name).config())
+        return out
+
     def prepare(self) -> None:
         """Nothing to fetch: broker_ref is part of the lab."""
 
@@ -114,9 +145,9 @@ class BrokerRefTarget(RestManagement):
 
     def command(self, cluster: ClusterPlan, node: NodePlan) -> list[str]:
         check_plan(cluster)
-        config = node_config(cluster, node, self.credentials)
+        config = node_config(cluster, node, self.credentials, security=self.security(node))
         path = node.node_dir / "config.json"
-        path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+        write_private(path, (json.dumps(config, indent=2) + "\n").encode())
         return [sys.executable, "-m", "broker_ref", "--config", str(path)]
 
     def container_launch(
@@ -125,9 +156,13 @@ class BrokerRefTarget(RestManagement):
         """Listens on every interface of its container; reaches its peers through the
         proxies of `cluster.peer_addresses` (so `address_of` is not needed)."""
         check_plan(cluster)
-        config = node_config(cluster, node, self.credentials, host="0.0.0.0")
+        if self.replication_tls:
+            raise UsageError("broker_ref's replication TLS runs on the process backend only")
+        config = node_config(
+            cluster, node, self.credentials, host="0.0.0.0", security=self.security(node)
+        )
         text = json.dumps(config, indent=2) + "\n"
-        (node.node_dir / "config.json").write_text(text, encoding="utf-8")
+        write_private(node.node_dir / "config.json", text.encode())
         return ContainerLaunch(
             config=text.encode(),
             config_path=CONTAINER_CONFIG,
