@@ -3,7 +3,8 @@
 The cluster a fault acts on offers optional abilities (Jepsen's `db/Kill`, `db/Pause`):
 `Killable` (kill -9, restart), `Pausable` (SIGSTOP/SIGCONT), `Proxied` (the
 Toxiproxy proxy on each link), `Roled` (each node's role can be read: what
-`@master` / `@replica:2` targets resolve against), `Managed` (a management API
+`@master` / `@replica:2` targets resolve against), `Reporting` (each node's status, with
+its last transaction id, can be read), `Managed` (a management API
 client per node: operator faults). A fault checks the ability it needs, with
 `require_ability` or one of the `as_*` helpers, and says in one line what it needs.
 
@@ -18,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from lab.ground.errors import ClusterError
+from lab.ground.nodes import NodeStatus
 
 __all__ = [
     "Collectable",
@@ -28,6 +30,7 @@ __all__ = [
     "Pausable",
     "Proxied",
     "ProxyControl",
+    "Reporting",
     "Roled",
     "as_collectable",
     "as_killable",
@@ -110,6 +113,13 @@ class Roled(Protocol):
 
     def roles(self) -> Mapping[str, str | None]:
         """Each node's role now (MASTER, REPLICA, …); None for a node that does not answer."""
+        ...
+
+
+@runtime_checkable
+class Reporting(Protocol):
+    def statuses(self) -> Mapping[str, NodeStatus | None]:
+        """Each node's status now (role, last transaction id, …); None: it does not answer."""
         ...
 
 

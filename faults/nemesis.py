@@ -3,6 +3,11 @@
 with Nemesis(cluster, events=..., log=...) as nemesis:
     nemesis.run(schedule, started_at=..., keep_going=...)
 # leaving the block heals whatever is still applied, also on Ctrl-C or an exception
+
+Around a kill the nemesis reads each node's last transaction id (a `Reporting` cluster):
+just before the kill and again once the node is dead, each answer a `node.txid` event
+(`fault`, `moment` before/after, `txid`), so the judge can compare the election that
+follows with what each node held when the master went (scenarios.md J1).
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import Any
 
-from faults.abilities import Roled
+from faults.abilities import Reporting, Roled
 from faults.catalog import FAULTS
 from faults.fault import Fault
 from faults.selectors import resolve_op
@@ -22,6 +27,8 @@ from lab.ground.events import Events, NoEvents
 from lab.ground.faultops import FaultOp
 
 __all__ = ["HealStack", "Nemesis"]
+
+READS_TRANSACTIONS = frozenset({"kill"})  # faults around which node.txid events are recorded
 
 
 @dataclass(frozen=True)
@@ -109,6 +116,20 @@ class Nemesis:
         except LabError:
             return None
 
+    def _transactions(self, fault_id: str, moment: str) -> None:
+        """A `node.txid` event for each node that reports its last transaction id now
+        (a negative id: Broker-J's node whose environment is not open, no answer)."""
+        if not isinstance(self.cluster, Reporting):
+            return
+        try:
+            statuses = dict(self.cluster.statuses())
+        except LabError:
+            return
+        for name, status in statuses.items():
+            txid = None if status is None else status.last_transaction_id
+            if isinstance(txid, int) and txid >= 0:
+                self.events.emit("node.txid", name, fault=fault_id, moment=moment, txid=txid)
+
     def start(self, op: FaultOp) -> None:
         fault = self.faults[op.fault]
         roles = self._roles()
@@ -131,11 +152,16 @@ class Nemesis:
             params=dict(resolved.params),
             **extra,
         )
+        reads = op.fault in READS_TRANSACTIONS
+        if reads:
+            self._transactions(op.id, "before")
         try:
             fault.apply(self.cluster, resolved)
         except LabError as exc:
             self._record(resolved, False, str(exc), planned=op)
             raise
+        if reads:
+            self._transactions(op.id, "after")
         self.applied += 1
         self._record(resolved, True, planned=op)
         self._on_change("applied", resolved)

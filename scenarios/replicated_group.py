@@ -20,6 +20,11 @@ from lab.judge.expectations import (
     ServiceResumed,
     ServiceStopped,
 )
+from lab.judge.j_expectations import (
+    AcknowledgedByNewMaster,
+    ElectedMostRecent,
+    InFlightSendsSettled,
+)
 from lab.judge.prediction import Prediction
 from scenarios.base import Scenario, fault_window, uniform
 
@@ -56,6 +61,7 @@ MASTER_FAILURE = Scenario(
         two_masters="forbidden",
         expect=(
             LogSeen("MST-1006", after="f1:start"),
+            ElectedMostRecent("f1"),
             ServiceResumed("f1:start", within_s=5.0),
             RoleAtEnd("f1", "REPLICA"),
         ),
@@ -84,11 +90,13 @@ QUORUM_LOSS = Scenario(
     prediction=Prediction(
         text="with one node of three left there is no quorum: it cannot elect itself, the "
         "virtual host is unavailable; when a node returns an election restores service; "
-        "no acknowledged message lost",
+        "no acknowledged message lost; in-flight transactions fail: a send in flight at the "
+        "master's kill is never acknowledged and then lost",
         two_masters="forbidden",
         expect=(
             ServiceStopped("f2:start", "f1:end"),
             ServiceResumed("f1:end", within_s=5.0),
+            InFlightSendsSettled("f2"),
         ),
     ),
     schedule=_quorum_loss,
@@ -185,6 +193,7 @@ TRANSFER_MASTER = Scenario(
             RoleAtEnd("f1", "MASTER"),
             RoleAtEnd("master@f1", "REPLICA"),
             ServiceResumed("f1:start", within_s=5.0),
+            AcknowledgedByNewMaster("f1", after="f1:start"),
         ),
     ),
     schedule=_transfer,

@@ -4,6 +4,8 @@ Nodes are referred to as a scenario writes them before the run, when roles are n
 yet known: `n2` (a node by name), `f1` (the node fault f1 was applied to, after
 `@master` / `@replica` were resolved) or `master@f1` (the node that was MASTER when
 f1 was applied). Moments are `f1:start` and `f1:end`, in seconds since the run began.
+`history` is the run's client operations (lab.judge.metrics.read_operations: index, time,
+process, type, f, value, node), when the judge was given them.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+import pyarrow as pa
 
 from lab.ground.nodes import BROKER_REF_TRAITS, TargetTraits
 from lab.judge.checker import CheckResult
@@ -65,6 +69,7 @@ class RunFacts:
     target: TargetTraits = BROKER_REF_TRAITS
     observed: tuple[Observation, ...] = ()
     check: CheckResult | None = None
+    history: pa.Table | None = None
 
     @staticmethod
     def gather(
@@ -72,6 +77,7 @@ class RunFacts:
         metrics: RunMetrics,
         target: TargetTraits = BROKER_REF_TRAITS,
         check: CheckResult | None = None,
+        history: pa.Table | None = None,
     ) -> RunFacts:
         starts: dict[str, FaultFacts] = {}
         ends: dict[str, float] = {}
@@ -107,7 +113,9 @@ class RunFacts:
             i: FaultFacts(f.id, f.fault, f.target, f.start_s, ends.get(i), f.roles)
             for i, f in starts.items()
         }
-        return RunFacts(faults, tuple(logs), final, metrics, target, tuple(observed), check)
+        return RunFacts(
+            faults, tuple(logs), final, metrics, target, tuple(observed), check, history
+        )
 
     def fault(self, fault_id: str) -> FaultFacts:
         try:

@@ -1,6 +1,6 @@
 """What the documents predict for a run, and the verdict: does the run show it?
 
-    Prediction.judge(check, events, metrics, target) → Verdict(outcome, reasons)
+    Prediction.judge(check, events, metrics, target, history) → Verdict(outcome, reasons)
 
 Outcomes: `held` (every part of the prediction shown), `broken` (some part not, each
 reason named), `unknown` (the prediction could not be tested: nothing acknowledged,
@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
+
+import pyarrow as pa
 
 from lab.ground.nodes import BROKER_REF_TRAITS, TargetTraits
 from lab.judge.checker import CheckResult
@@ -89,11 +91,13 @@ class Prediction:
         events: Iterable[Mapping[str, Any]],
         metrics: RunMetrics,
         target: TargetTraits = BROKER_REF_TRAITS,
+        history: pa.Table | None = None,
     ) -> Verdict:
         """The verdict with every reason it is not `held`. The target's election allowance
         is added to every bound on the service's return, its restart allowance to those
         counted from a node's restart. When the only reasons are expectations the
-        target's logs cannot show, the verdict is `unknown`."""
+        target's logs cannot show, the verdict is `unknown`. `history` (the client
+        operations, lab.judge.metrics.read_operations) is for expectations that read it."""
         found: list[tuple[str, str]] = []
         if check.acknowledged == 0:
             return Verdict.of(
@@ -161,7 +165,7 @@ class Prediction:
                     "the documents predict two masters at once here, and none were seen",
                 )
             )
-        facts = RunFacts.gather(events, metrics, target, check)
+        facts = RunFacts.gather(events, metrics, target, check, history)
         for expectation in self.expect:
             try:
                 reason = expectation.unmet(facts)

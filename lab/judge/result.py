@@ -104,8 +104,9 @@ def judge_run(
     the target's declared deviations (if any) look for."""
     check = check_path(history)
     observed = read_events(events)
-    metrics = run_metrics(read_operations(history), observed)
-    verdict = prediction.judge(check, observed, metrics, target)
+    operations = read_operations(history)
+    metrics = run_metrics(operations, observed)
+    verdict = prediction.judge(check, observed, metrics, target, operations)
     if target.deviations is None:
         return Judgement(prediction, check, metrics, verdict)
     declared = load_declarations(Path(target.deviations))
