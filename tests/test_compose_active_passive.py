@@ -1,116 +1,93 @@
 """docker-compose's active-passive profile: three brokers and the lab's cluster manager in
-containers; clients use the virtual address; the primary's container is killed and the
-manager promotes a ready backup; everything is removed."""
+containers; clients use the virtual address; a backup cut off from the primary through the
+profile's Toxiproxy is no longer waited for, and is ready again once its links are back; the
+primary's container is killed and the manager promotes a ready backup; everything is
+removed."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import time
-import uuid
 from typing import Any
 
 import pytest
-import requests
-from conftest import ROOT
+from compose_helpers import NAMES, compose_ready, get_json, profile_up, retry, set_proxy, wait_for
 
-from lab.backends.docker.engine import can_install, engine_answers, ensure_commands, ensure_engine
-from lab.backends.docker.images import build_images
-from lab.backends.docker.labels import SESSION
-from lab.backends.docker.reaper import leftovers
 from lab.bench.probe import send_one
-from lab.ground.errors import SetupError
-from lab.ground.ports import free_ports
 
 pytestmark = pytest.mark.docker
 
-NAMES = ("n1", "n2", "n3")
+VARIABLES = [
+    "LAB_AP_TOXIPROXY_PORT",
+    "LAB_AP_VIP_PORT",
+    *(f"LAB_AP{i}_AMQP_PORT" for i in (1, 2, 3)),
+    *(f"LAB_AP{i}_MANAGEMENT_PORT" for i in (1, 2, 3)),
+]
 
 
-def _say(line: str) -> None:
-    print(line)
-
-
-def _compose(project: str, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["docker-compose", "-p", project, "-f", str(ROOT / "docker-compose.yml"), *args],
-        cwd=ROOT,
-        env={**os.environ, **env},
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-
-
-def _statuses(ports: dict[str, int]) -> dict[str, str | None]:
-    found: dict[str, str | None] = {}
+def _ha(ports: dict[str, int]) -> dict[str, dict[str, Any]]:
+    """Each broker's HA view (status, primary, readyBackups, …); {} when it does not answer."""
+    found = {}
     for name, port in ports.items():
-        url = f"http://127.0.0.1:{port}/api/latest/ha/{name}"
-        try:
-            found[name] = requests.get(url, auth=("admin", "admin"), timeout=1).json()["status"]
-        except (OSError, ValueError, KeyError):
-            found[name] = None
+        body = get_json(port, f"/api/latest/ha/{name}")
+        found[name] = body if isinstance(body, dict) else {}
     return found
 
 
-def _wait(ports: dict[str, int], test: Any, timeout_s: float = 90.0) -> dict[str, str | None]:
-    deadline = time.monotonic() + timeout_s
-    seen: dict[str, str | None] = {}
-    while time.monotonic() < deadline:
-        seen = _statuses(ports)
-        if test(seen):
-            return seen
-        time.sleep(0.3)
-    raise AssertionError(f"the cluster never got there: {seen}")
+def _statuses(ports: dict[str, int]) -> dict[str, str | None]:
+    return {name: view.get("status") for name, view in _ha(ports).items()}
 
 
 def test_the_active_passive_profile_fails_over_to_a_ready_backup() -> None:
-    if not engine_answers() and not can_install():
-        pytest.skip("no Docker engine answers, and the lab installs one only as root on Debian")
-    try:
-        ensure_commands({"docker-compose": "docker-compose"}, _say)
-    except SetupError as exc:
-        pytest.skip(str(exc))
-    engine = ensure_engine(_say)
-    build_images(_say)
-    label = f"test-ap-{uuid.uuid4().hex[:8]}"
-    ports = free_ports(8)
-    env = {"LAB_SESSION": label, "LAB_AP_TOXIPROXY_PORT": str(ports[0])}
-    env["LAB_AP_VIP_PORT"] = str(ports[1])
-    management = {}
-    for i, name in enumerate(NAMES, start=1):
-        env[f"LAB_AP{i}_AMQP_PORT"] = str(ports[1 + i])
-        env[f"LAB_AP{i}_MANAGEMENT_PORT"] = str(ports[4 + i])
-        management[name] = ports[4 + i]
-    project = f"lab{label.replace('-', '')}"
+    engine = compose_ready()
     services = ("ap1", "ap2", "ap3", "ap-toxiproxy", "ap-manager")
-    up = _compose(project, env, "--profile", "active-passive", "up", "-d", *services)
-    vip = f"amqp://127.0.0.1:{ports[1]}"
-    try:
-        assert up.returncode == 0, up.stderr
-        seen = _wait(
-            management, lambda s: sorted(map(str, s.values())) == ["active", "ready", "ready"]
+    with profile_up(engine, "ap", VARIABLES, "active-passive", services) as up:
+        management = {n: up.ports[f"LAB_AP{i}_MANAGEMENT_PORT"] for i, n in enumerate(NAMES, 1)}
+        toxiproxy = up.ports["LAB_AP_TOXIPROXY_PORT"]
+        vip = f"amqp://127.0.0.1:{up.ports['LAB_AP_VIP_PORT']}"
+        seen = wait_for(
+            lambda: _statuses(management),
+            lambda s: sorted(map(str, s.values())) == ["active", "ready", "ready"],
+            "a primary and two ready backups",
         )
         primary = next(n for n, s in seen.items() if s == "active")
         send_one(vip)
-        killed = _compose(project, env, "kill", f"ap{NAMES.index(primary) + 1}")
-        assert killed.returncode == 0, killed.stderr
-        _wait(management, lambda s: any(s[n] == "active" for n in NAMES if n != primary))
-        deadline = time.monotonic() + 30
-        while True:  # clients of the virtual address reach the new primary
-            try:
-                send_one(vip, timeout_s=3)
-                break
-            except Exception:
-                assert time.monotonic() < deadline, (
-                    "the virtual address never reached the new primary"
-                )
-        logs = _compose(project, env, "logs", "ap-manager").stdout
-        assert '"manager.promote"' in logs and '"manager.vip"' in logs
-    finally:
-        down = _compose(
-            project, env, "--profile", "active-passive", "down", "-v", "--remove-orphans"
+
+        # Cut one backup off from the primary: the primary stops waiting for it (twice the
+        # link heartbeat) and goes on taking messages; with its links back, it catches up.
+        backup = next(n for n in NAMES if n != primary)
+        links = (f"{primary}_to_{backup}", f"{backup}_to_{primary}")
+        wait_for(
+            lambda: _ha(management)[primary].get("readyBackups"),
+            lambda ready: ready is not None and backup in ready,
+            "the primary waiting for the backup",
         )
-    assert down.returncode == 0, down.stderr
-    assert leftovers(engine, f"{SESSION}={label}").empty
+        for link in links:
+            set_proxy(toxiproxy, link, False)
+        wait_for(
+            lambda: _ha(management)[primary].get("readyBackups"),
+            lambda ready: ready is not None and backup not in ready,
+            "the primary gave up on the cut backup",
+            30.0,
+        )
+        retry(lambda: send_one(vip, timeout_s=5), "a message without the cut backup")
+        for link in links:
+            set_proxy(toxiproxy, link, True)
+        wait_for(
+            lambda: _ha(management),
+            lambda v: (
+                backup in v[primary].get("readyBackups", ()) and v[backup].get("status") == "ready"
+            ),
+            "the backup ready again",
+            60.0,
+        )
+
+        killed = up.run("kill", f"ap{NAMES.index(primary) + 1}")
+        assert killed.returncode == 0, killed.stderr
+        wait_for(
+            lambda: _statuses(management),
+            lambda s: any(s[n] == "active" for n in NAMES if n != primary),
+            "a backup promoted",
+        )
+        # clients of the virtual address reach the new primary
+        retry(lambda: send_one(vip, timeout_s=3), "the virtual address reaching the new primary")
+        logs = up.run("logs", "ap-manager").stdout
+        assert '"manager.promote"' in logs and '"manager.vip"' in logs

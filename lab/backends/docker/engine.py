@@ -1,7 +1,8 @@
 """A Docker engine that answers: the one the user points at, or one the lab sets up.
 
 When no engine answers and the lab runs as root on Debian, it installs the
-`docker.io` package with apt-get, starts `dockerd` in the background (its log in
+`docker.io` package with apt-get (and `docker-compose`, which docker-compose.yml's
+profiles need), starts `dockerd` in the background (its log in
 /var/log/lab-dockerd.log) and waits for it; anywhere else it raises a SetupError
 saying what is missing. Both steps are idempotent and serialised by a lock file,
 so several test workers asking at once install and start one engine.
@@ -26,6 +27,7 @@ from lab.ground.errors import SetupError
 from lab.ground.locks import host_lock
 
 __all__ = [
+    "ENGINE_PACKAGES",
     "Say",
     "can_install",
     "connect",
@@ -38,6 +40,8 @@ Say: TypeAlias = Callable[[str], None]
 """Prints one progress line."""
 
 DOCKERD_LOG = Path("/var/log/lab-dockerd.log")
+# command -> Debian package: what the lab installs when it sets up an engine itself
+ENGINE_PACKAGES = {"dockerd": "docker.io", "docker-compose": "docker-compose"}
 _START_TIMEOUT_S = 60.0
 
 
@@ -82,7 +86,7 @@ def ensure_engine(say: Say) -> docker.DockerClient:
     with _install_lock():
         with contextlib.suppress(SetupError):
             return connect(timeout_s=5)
-        _install_missing({"dockerd": "docker.io"}, say)
+        _install_missing(ENGINE_PACKAGES, say)
         _start_dockerd(say)
     return connect()
 
