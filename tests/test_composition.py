@@ -64,6 +64,23 @@ def test_a_run_of_nothing_is_judged_unknown_and_written_whole(tmp_path: Path) ->
     assert (outcome.folder.path / "events.parquet").is_file()
 
 
+def test_a_run_stopped_while_it_is_judged_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lab.run import runner
+
+    def stopped_here(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner, "judge_run", stopped_here)
+    parts = RunParts(QUIET, BROKER_REF_TRAITS, _no_cluster)
+    with pytest.raises(KeyboardInterrupt):
+        run_scenario(QUIET.spec(5), parts, tmp_path)
+    result = json.loads(next(tmp_path.glob("*/*/result.json")).read_text())
+    assert result["verdict"] == "interrupted"
+    assert result["interrupted"]["phase"] == "judge"
+
+
 def test_a_run_whose_cluster_fails_says_how_to_reproduce_it(tmp_path: Path) -> None:
     class Unstartable(NoCluster):
         def start(self) -> str:

@@ -62,6 +62,8 @@ def _phase_and_left(folder: Path) -> tuple[str, tuple[str, ...]]:
     reached = [p for p in phases if p not in ("teardown", "end")]
     started = [str(e.get("id")) for e in events if e.get("kind") == "fault.start"]
     ended = {str(e.get("id")) for e in events if e.get("kind") == "fault.end"}
+    if "end" in phases:  # torn down: it was judging the run
+        return "judge", tuple(f for f in started if f not in ended)
     return (reached[-1] if reached else "setup"), tuple(f for f in started if f not in ended)
 
 

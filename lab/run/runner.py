@@ -284,6 +284,12 @@ def run_scenario(
         with _interrupts_as_exceptions():
             try:
                 run.execute()
+                # Judging is a phase too: stopped here, the run still says so.
+                run.current_phase = "judge"
+                _write_copies(folder)
+                prediction = parts.scenario.prediction_for(spec)
+                judgement = judge_run(folder.history, folder.events, prediction, parts.target)
+                RunResult.judged(spec, judgement, reproduce, replay_of).write(folder.result)
             except BaseException as exc:
                 how = _interruption(exc, run)
                 _write_copies(folder)
@@ -296,11 +302,7 @@ def run_scenario(
                 exc.add_note(f"reproduce: {reproduce}")
                 raise
     finally:
-        unregister(entry)
-    _write_copies(folder)
-    prediction = parts.scenario.prediction_for(spec)
-    judgement = judge_run(folder.history, folder.events, prediction, parts.target)
-    RunResult.judged(spec, judgement, reproduce, replay_of).write(folder.result)
+        unregister(entry)  # after result.json: a lab killed before it is settled next time
     return RunOutcome(folder, spec, judgement, reproduce)
 
 
@@ -331,5 +333,5 @@ def _judge_what_is_there(folder: RunFolder, spec: RunSpec, parts: RunParts) -> J
     try:
         prediction = parts.scenario.prediction_for(spec)
         return judge_run(folder.history, folder.events, prediction, parts.target)
-    except (LabError, OSError, ValueError):
-        return None
+    except (LabError, OSError, ValueError, KeyboardInterrupt):
+        return None  # unreadable, or a second Ctrl-C: the result says interrupted without it
