@@ -10,28 +10,24 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import requests
-from conftest import ROOT, run_lab
+from conftest import run_lab
 from proton import ProtonException
 from proton.utils import BlockingConnection
 
 from faults.catalog import fault_for
 from lab.backends.docker.cluster import DockerCluster
-from lab.backends.docker.engine import can_install, engine_answers, ensure_commands, ensure_engine
+from lab.backends.docker.engine import can_install, engine_answers, ensure_engine
 from lab.backends.docker.images import build_images
 from lab.backends.docker.labels import DETACHED, OWNER, RUN, SESSION, Owner
 from lab.backends.docker.reaper import leftovers, reap
 from lab.bench.probe import send_one
 from lab.ground.faultops import FaultOp
-from lab.ground.ports import free_ports
 from lab.ground.spec import Durability, Topology
 from lab.pytest_plugin import skip_unless_ci
 from lab.targets.broker_ref import BrokerRefTarget
@@ -243,61 +239,3 @@ def test_lab_up_and_down_with_the_docker_backend(tmp_path: Path, engine: Any) ->
     assert not state.exists()
     assert leftovers(engine, f"{RUN}={run_id}").empty
     assert "BRK-1004" in (tmp_path / ".lab" / "cluster" / "nodes" / "n1" / "broker.log").read_text()
-
-
-def _compose(project: str, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["docker-compose", "-p", project, "-f", str(ROOT / "docker-compose.yml"), *args],
-        cwd=ROOT,
-        env={**os.environ, **env},
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-
-
-def test_docker_compose_group_takes_a_message(engine: Any) -> None:
-    from lab.ground.errors import SetupError
-
-    try:
-        ensure_commands({"docker-compose": "docker-compose"}, _say)
-    except SetupError as exc:
-        skip_unless_ci(str(exc))
-    ports = free_ports(7)
-    names = ("n1", "n2", "n3")
-    label = f"{SESSION_LABEL}-compose"
-    env = {"LAB_SESSION": label, "LAB_TOXIPROXY_PORT": str(ports[0])}
-    for i, name in enumerate(names):
-        env[f"LAB_{name.upper()}_AMQP_PORT"] = str(ports[1 + i])
-        env[f"LAB_{name.upper()}_MANAGEMENT_PORT"] = str(ports[4 + i])
-    project = f"lab{SESSION_LABEL.replace('-', '')}"
-    up = _compose(project, env, "up", "-d")
-    try:
-        assert up.returncode == 0, up.stderr
-        target = BrokerRefTarget()
-        auth = (target.credentials.user, target.credentials.password)
-        master = None
-        deadline = time.monotonic() + 60
-        while master is None and time.monotonic() < deadline:
-            roles: dict[str, str | None] = {}
-            for i, name in enumerate(names):
-                url = f"http://127.0.0.1:{ports[4 + i]}/api/latest/virtualhostnode/{name}"
-                try:
-                    roles[name] = requests.get(url, auth=auth, timeout=1).json().get("role")
-                except (OSError, ValueError):
-                    roles[name] = None
-            masters = [n for n, r in roles.items() if r == "MASTER"]
-            if len(masters) == 1 and all(r in ("MASTER", "REPLICA") for r in roles.values()):
-                master = masters[0]
-            else:
-                time.sleep(0.2)
-        assert master is not None, f"no group formed: {roles}"
-        url = f"amqp://127.0.0.1:{ports[1 + names.index(master)]}"
-        queue = _queue()
-        sent = send_one(url, queue=queue)
-        assert _receive_one(url, queue) == sent
-    finally:
-        down = _compose(project, env, "down", "-v", "--remove-orphans")
-    assert down.returncode == 0, down.stderr
-    assert leftovers(engine, f"{SESSION}={label}").empty

@@ -119,7 +119,10 @@ def test_a_reproduced_deviation_is_an_expected_failure_and_one_not_seen_is_loud(
 ) -> None:
     pytester.makepyfile(FAKE_OUTCOME)
     result = pytester.runpytest("-rxX")
-    result.assert_outcomes(passed=2, xfailed=1, warnings=1)
+    # One DeviationNotSeen warning; pytest's own (assert rewriting in a session that has
+    # imported the lab already) vary with the order the tests ran in, and are not counted.
+    result.assert_outcomes(passed=2, xfailed=1)
+    assert result.stdout.str().count("DeviationNotSeen: declared deviation not seen") == 1
     result.stdout.fnmatch_lines(
         [
             "*DeviationNotSeen: declared deviation not seen: fixed upstream? (J3-x, declared*",
