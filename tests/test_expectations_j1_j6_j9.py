@@ -303,13 +303,18 @@ def test_after_the_transfer_only_the_new_master_acknowledges(tmp_path: Path) -> 
     expect = AcknowledgedByNewMaster("f1", after="f1:start")
     assert expect.unmet(_facts(TRANSFER, _transfer_history(tmp_path, "n2"))) is None
     reason = expect.unmet(_facts(TRANSFER, _transfer_history(tmp_path, "n1")))
-    assert reason is not None and "1 send(s) acknowledged by n1" in reason
+    assert reason is not None
+    assert "1 send(s) invoked after the transfer acknowledged by n1" in reason
     assert "1 of 1 send(s) in flight then ended fail or info (1 re-sent" in reason
 
 
-def test_the_old_master_acknowledging_after_it_stepped_down_is_a_reason(tmp_path: Path) -> None:
-    """Between the old master's step-down and the new master's report, an acknowledgement
-    from the old master is a suspended transaction that was not aborted."""
+def test_a_send_the_old_master_committed_before_it_stepped_down_may_come_back_ok(
+    tmp_path: Path,
+) -> None:
+    """A send in flight at the step-down whose acknowledgement from the old master reaches
+    the client just after it (committed before the transfer: seen in real runs, 0–10 ms
+    after the lab saw the step-down) is not a suspended transaction; a send invoked after
+    the step-down and acknowledged by the old master is."""
     history = _transfer_history(tmp_path, "n2")
     rows = [json.loads(line) for line in (tmp_path / "history.jsonl").read_text().splitlines()]
     late = {"index": 0, "time": int(5.32 * NS), "process": "p1", "type": "ok", "f": "send"}
@@ -317,8 +322,14 @@ def test_the_old_master_acknowledging_after_it_stepped_down_is_a_reason(tmp_path
     (tmp_path / "history.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     expect = AcknowledgedByNewMaster("f1", after="f1:start")
     assert expect.unmet(_facts(TRANSFER, history)) is None
+    assert expect.unmet(_facts(TRANSFER, read_operations(tmp_path / "history.jsonl"))) is None
+    invoked_late = {"index": 0, "time": int(5.31 * NS), "process": "p3", "f": "send"}
+    rows.insert(3, invoked_late | {"type": "invoke", "value": "p3-1", "node": "n1"})
+    rows.insert(5, invoked_late | {"type": "ok", "value": "p3-1", "node": "n1"})
+    rows[5]["time"] = int(5.35 * NS)
+    (tmp_path / "history.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     reason = expect.unmet(_facts(TRANSFER, read_operations(tmp_path / "history.jsonl")))
-    assert reason is not None and "acknowledged by n1" in reason and "p1-2 at 5.32" in reason
+    assert reason is not None and "acknowledged by n1" in reason and "p3-1 at 5.35" in reason
 
 
 def test_no_acknowledgement_from_the_new_master_is_a_reason(tmp_path: Path) -> None:

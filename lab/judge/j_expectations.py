@@ -211,10 +211,12 @@ class InFlightSendsSettled:
 @dataclass(frozen=True)
 class AcknowledgedByNewMaster:
     """Once the master steps down after moment `after` (its first role change away from
-    MASTER; else once `node` reports MASTER), every acknowledged send comes from `node`, the
-    new master: the old master's suspended transactions were aborted (sends in flight at
-    its step-down end fail or info, and the clients re-send them), and the clients
-    reconnected to the new master (at least one send acknowledged by it)."""
+    MASTER; else once `node` reports MASTER), every send invoked from then on that is
+    acknowledged is acknowledged by `node`, the new master: the old master takes no new
+    transaction (the ones it had suspended abort: sends in flight end fail or info and are
+    re-sent; one it had committed before stepping down may still be acknowledged on its
+    way back to the client), and the clients reconnected to the new master (at least one
+    send acknowledged by it)."""
 
     violation: ClassVar[str] = "acknowledged-by-old-master"
 
@@ -236,7 +238,9 @@ class AcknowledgedByNewMaster:
         after = [s for s in sends if s.outcome == "ok" and (s.completed_s or 0.0) >= moment]
         if after and all(s.node is None for s in after):
             return f"{UNCHECKABLE} the history does not say which node acknowledged a send"
-        elsewhere = [s for s in after if s.node is not None and s.node != name]
+        elsewhere = [
+            s for s in after if s.node is not None and s.node != name and s.invoked_s >= moment
+        ]
         in_flight = [s for s in sends if s.in_flight_at(moment)]
         settled = [s for s in in_flight if s.outcome != "ok"]
         resent = {s.value for s in after if s.node == name} & {s.value for s in settled}
@@ -250,7 +254,8 @@ class AcknowledgedByNewMaster:
             nodes = ", ".join(sorted({str(s.node) for s in elsewhere}))
             first = elsewhere[0]
             return (
-                f"{len(elsewhere)} send(s) acknowledged by {nodes} after the transfer: {when} "
+                f"{len(elsewhere)} send(s) invoked after the transfer acknowledged by {nodes}: "
+                f"{when} "
                 f"(first {first.value} at {first.completed_s or 0.0:.2f} s)"
             )
         if not any(s.node == name for s in after):
