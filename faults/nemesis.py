@@ -4,7 +4,8 @@ with Nemesis(cluster, events=..., log=...) as nemesis:
     nemesis.run(schedule, started_at=..., keep_going=...)
 # leaving the block heals whatever is still applied, also on Ctrl-C or an exception
 
-Around a kill the nemesis reads each node's last transaction id (a `Reporting` cluster):
+Around a kill the nemesis reads each node's last transaction id (a `Reporting` cluster),
+unless other operations fall at the same moment (they must strike together):
 just before the kill and again once the node is dead, each answer a `node.txid` event
 (`fault`, `moment` before/after, `txid`), so the judge can compare the election that
 follows with what each node held when the master went (scenarios.md J1).
@@ -13,6 +14,7 @@ follows with what each node held when the master went (scenarios.md J1).
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from types import TracebackType
@@ -82,6 +84,9 @@ class Nemesis:
         self.applied = 0
         self.healed = 0
         self.healed_at_end: list[str] = []  # faults healed by `heal_all` (ids), not by schedule
+        # False while applying operations that fall at one moment (a total failure's kills):
+        # reading every node between them would spread faults meant to strike together.
+        self.reads_between = True
 
     def __enter__(self) -> Nemesis:
         return self
@@ -152,7 +157,7 @@ class Nemesis:
             params=dict(resolved.params),
             **extra,
         )
-        reads = op.fault in READS_TRANSACTIONS
+        reads = op.fault in READS_TRANSACTIONS and self.reads_between
         if reads:
             self._transactions(op.id, "before")
         try:
@@ -211,7 +216,9 @@ class Nemesis:
         tick: Callable[[], None] = lambda: None,
     ) -> None:
         """Apply each operation when its time comes (seconds after `started_at_ns`)."""
+        moments = Counter(op.at_s for op in schedule)
         for op in sorted(schedule, key=lambda o: o.at_s):
+            self.reads_between = moments[op.at_s] == 1
             due = started_at_ns + int(op.at_s * 1e9)
             while self._clock_ns() < due:
                 if not keep_going():

@@ -5,6 +5,7 @@ and the nemesis recording those ids around a kill."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -206,6 +207,21 @@ def test_the_nemesis_reads_transaction_ids_around_a_kill_only() -> None:
     assert {e["fault"] for e in seen} == {"f1"}
     assert _run(_Group(), "pause") == []
     assert _run(_Group(failing=True), "kill") == []
+
+
+def test_kills_at_one_moment_strike_together_without_readings_between() -> None:
+    """A total failure's kills fall at one moment: no node is read between them (reading
+    spread them by tens of milliseconds, time enough for a manager to promote a victim)."""
+    events = _Events()
+    together = (
+        FaultOp(0.0, "start", "kill", "n1", "f1"),
+        FaultOp(0.0, "start", "kill", "n2", "f2"),
+        FaultOp(0.5, "start", "kill", "n3", "f3"),
+    )
+    with Nemesis(_Group(), events=events) as nemesis:
+        nemesis.run(together, started_at_ns=time.monotonic_ns())
+    readings = [e for e in events.seen if e["kind"] == "node.txid"]
+    assert {e["fault"] for e in readings} == {"f3"}  # the kill alone at its moment is read
 
 
 # ---- J6: sends in flight at the master's kill -------------------------------------------
