@@ -12,6 +12,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from test_predictions import _metrics
 
 from faults.nemesis import Nemesis
 from lab.ground.errors import ClusterError
@@ -26,7 +27,7 @@ from lab.judge.j_expectations import (
     InFlightSendsSettled,
     send_ops,
 )
-from lab.judge.metrics import RunMetrics, read_operations
+from lab.judge.metrics import read_operations
 from lab.judge.prediction import Prediction
 from lab.judge.result import judge_run
 from scenarios.replicated_group import TRANSFER_MASTER
@@ -36,25 +37,6 @@ NS = 1_000_000_000
 
 def _event(time_s: float, kind: str, node: str | None = None, **fields: Any) -> dict[str, Any]:
     return {"v": 1, "time": int(time_s * NS), "kind": kind, "node": node, **fields}
-
-
-def _metrics() -> RunMetrics:
-    return RunMetrics(
-        operations=0,
-        acknowledged_sends=100,
-        received=100,
-        workload_s=15.0,
-        load_start_s=1.0,
-        load_end_s=16.0,
-        acknowledged_per_s=10.0,
-        unavailability_threshold_s=1.0,
-        unavailable_windows=(),
-        unavailable_total_s=0.0,
-        unavailable_longest_s=0.0,
-        failover_s=(),
-        masters=(),
-        two_masters_seen=False,
-    )
 
 
 def _check() -> CheckResult:
