@@ -4,6 +4,9 @@ with Nemesis(cluster, events=..., log=...) as nemesis:
     nemesis.run(schedule, started_at=..., keep_going=...)
 # leaving the block heals whatever is still applied, also on Ctrl-C or an exception
 
+Starts that fall at one moment strike together: each on its own thread, once every
+selector is resolved (a slow `docker kill` must not leave the other victims standing).
+
 Around a kill the nemesis reads each node's last transaction id (a `Reporting` cluster),
 unless other operations fall at the same moment (they must strike together):
 just before the kill and again once the node is dead, each answer a `node.txid` event
@@ -13,8 +16,8 @@ follows with what each node held when the master went (scenarios.md J1).
 
 from __future__ import annotations
 
+import threading
 import time
-from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from types import TracebackType
@@ -37,6 +40,16 @@ READS_TRANSACTIONS = frozenset({"kill"})  # faults around which node.txid events
 class _Heal:
     op: FaultOp
     run: Callable[[], None]
+
+
+@dataclass(frozen=True)
+class _Struck:
+    """A start operation prepared to strike: its heal pushed, its selector resolved."""
+
+    planned: FaultOp
+    fault: Fault
+    resolved: FaultOp
+    reads: bool
 
 
 class HealStack:
@@ -83,6 +96,7 @@ class Nemesis:
         self.heals = HealStack()
         self.applied = 0
         self.healed = 0
+        self._counting = threading.Lock()
         self.healed_at_end: list[str] = []  # faults healed by `heal_all` (ids), not by schedule
         # False while applying operations that fall at one moment (a total failure's kills):
         # reading every node between them would spread faults meant to strike together.
@@ -136,8 +150,13 @@ class Nemesis:
                 self.events.emit("node.txid", name, fault=fault_id, moment=moment, txid=txid)
 
     def start(self, op: FaultOp) -> None:
+        self._strike(self._prepare(op))
+
+    def _prepare(self, op: FaultOp, roles: dict[str, str | None] | None = None) -> _Struck:
+        """Resolve the op's selector, push its heal, and say it starts (nothing applied yet);
+        `roles`: the nodes' roles read once for a moment's starts."""
         fault = self.faults[op.fault]
-        roles = self._roles()
+        roles = self._roles() if roles is None else roles
         try:
             resolved = resolve_op(self.cluster, op)
         except LabError as exc:
@@ -158,18 +177,49 @@ class Nemesis:
             **extra,
         )
         reads = op.fault in READS_TRANSACTIONS and self.reads_between
-        if reads:
+        return _Struck(op, fault, resolved, reads)
+
+    def _strike(self, struck: _Struck) -> None:
+        op, fault, resolved = struck.planned, struck.fault, struck.resolved
+        if struck.reads:
             self._transactions(op.id, "before")
         try:
             fault.apply(self.cluster, resolved)
         except LabError as exc:
             self._record(resolved, False, str(exc), planned=op)
             raise
-        if reads:
+        if struck.reads:
             self._transactions(op.id, "after")
-        self.applied += 1
+        with self._counting:
+            self.applied += 1
         self._record(resolved, True, planned=op)
         self._on_change("applied", resolved)
+
+    def strike_together(self, ops: list[FaultOp]) -> None:
+        """Start faults that fall at one moment at once (a total failure's kills): every
+        selector is resolved and every heal pushed first, then each fault is applied on its
+        own thread, so one slow apply (`docker kill` waits for the container) does not leave
+        the others standing meanwhile. The first error is raised once all have returned."""
+        roles = self._roles()
+        prepared = [self._prepare(op, roles) for op in ops]
+        errors: list[BaseException] = []
+
+        def strike(struck: _Struck) -> None:
+            try:
+                self._strike(struck)
+            except BaseException as exc:  # re-raised below, on the nemesis's own thread
+                errors.append(exc)
+
+        threads = [
+            threading.Thread(target=strike, args=(s,), name=f"strike-{s.planned.id}")
+            for s in prepared
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        if errors:
+            raise errors[0]
 
     def stop(self, op: FaultOp) -> None:
         heal = self.heals.pop(op.id)
@@ -215,17 +265,32 @@ class Nemesis:
         keep_going: Callable[[], bool] = lambda: True,
         tick: Callable[[], None] = lambda: None,
     ) -> None:
-        """Apply each operation when its time comes (seconds after `started_at_ns`)."""
-        moments = Counter(op.at_s for op in schedule)
+        """Apply each operation when its time comes (seconds after `started_at_ns`); starts
+        that fall at one moment strike together."""
+        moments: dict[float, list[FaultOp]] = {}
         for op in sorted(schedule, key=lambda o: o.at_s):
-            self.reads_between = moments[op.at_s] == 1
-            due = started_at_ns + int(op.at_s * 1e9)
+            moments.setdefault(op.at_s, []).append(op)
+        for at_s, ops in moments.items():
+            self.reads_between = len(ops) == 1
+            due = started_at_ns + int(at_s * 1e9)
             while self._clock_ns() < due:
                 if not keep_going():
                     return
                 tick()
                 time.sleep(min(0.05, max(0.0, (due - self._clock_ns()) / 1e9)))
-            self.apply(op)
+            # In schedule order; starts next to each other strike together.
+            starts: list[FaultOp] = []
+            for step in [*ops, None]:
+                if step is not None and step.action == "start":
+                    starts.append(step)
+                    continue
+                if len(starts) > 1:
+                    self.strike_together(starts)
+                elif starts:
+                    self.start(starts[0])
+                starts = []
+                if step is not None:
+                    self.stop(step)
 
     def heal_all(self) -> None:
         """Heal every fault still applied, newest first; tries every heal even if one fails."""

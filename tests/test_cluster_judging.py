@@ -80,6 +80,9 @@ def _facts(check: CheckResult | None = None, **metrics: Any) -> RunFacts:
         (StatusReached("n2", "active", after="f1:start", within_s=0.5), False),
         (StatusReached("f1", "ready", after="f1:start"), True),  # f1: the node it hit
         (StatusReached(None, "recovering"), True),
+        (StatusReached(None, "ready", after="f1:start"), True),  # n1, back
+        (StatusReached(None, "ready", after="f1:start", nodes=2), False),  # n1 alone
+        (StatusReached(None, "ready", nodes=2), True),  # n2 and n3 before the kill
         (StatusReached("n3", "active"), False),
         (StatusNever("n3", "recovering"), True),
         (StatusNever("n1", "catchup", after="f1:start", before="f1:end"), False),
@@ -93,6 +96,11 @@ def _facts(check: CheckResult | None = None, **metrics: Any) -> RunFacts:
 )
 def test_statuses_and_the_managers_decisions(expectation: Any, met: bool) -> None:
     assert (expectation.unmet(_facts()) is None) is met
+
+
+def test_too_few_nodes_reaching_a_status_are_named() -> None:
+    reason = StatusReached(None, "ready", after="f1:start", nodes=2).unmet(_facts())
+    assert reason == "fewer than 2 nodes became ready after f1:start (n1 did)"
 
 
 def test_a_status_never_reached_says_where_the_node_went() -> None:

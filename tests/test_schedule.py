@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import random
+import threading
+import time
 
 import pytest
 from hypothesis import given
@@ -134,3 +136,53 @@ def test_rng_is_the_only_source_of_randomness() -> None:
     first = scenario.spec(7).schedule
     random.seed(2)
     assert scenario.spec(7).schedule == first
+
+
+class _Together:
+    """A fake cluster whose kill returns only once all three victims are being killed."""
+
+    def __init__(self) -> None:
+        self.barrier = threading.Barrier(3, timeout=5.0)
+        self.killed: list[str] = []
+        self.restarted: list[str] = []
+
+    def kill(self, name: str) -> None:
+        self.barrier.wait()  # BrokenBarrierError after 5 s if the kills ran one by one
+        self.killed.append(name)
+
+    def restart(self, name: str) -> None:
+        self.restarted.append(name)
+
+
+def test_starts_at_one_moment_strike_together_and_are_all_healed() -> None:
+    cluster = _Together()
+    log: list[dict[str, object]] = []
+    schedule = tuple(
+        op
+        for i, node in enumerate(("n1", "n2", "n3"), start=1)
+        for op in (
+            FaultOp(0.0, "start", "kill", node, f"f{i}"),
+            FaultOp(0.05, "stop", "kill", node, f"f{i}"),
+        )
+    )
+    with Nemesis(cluster, log=log.append) as nemesis:
+        nemesis.run(schedule, started_at_ns=time.monotonic_ns())
+    assert sorted(cluster.killed) == ["n1", "n2", "n3"]
+    assert cluster.restarted == ["n1", "n2", "n3"]  # stops at one moment: in schedule order
+    assert nemesis.applied == 3 and nemesis.healed == 3
+    assert [e["ok"] for e in log] == [True] * 6
+
+
+def test_a_start_that_fails_among_others_at_its_moment_is_raised_and_all_are_healed() -> None:
+    ref: list[Nemesis] = []
+    cluster = _Recorder(ref)
+    schedule = (_op("start", "kill", "a"), _op("start", "pause", "b"), _op("start", "kill", "c"))
+    with pytest.raises(ClusterError), Nemesis(cluster) as nemesis:
+        ref.append(nemesis)
+        nemesis.run(schedule, started_at_ns=time.monotonic_ns())
+    assert sorted(c.split(" pending")[0] for c in cluster.calls[:3]) == [
+        "kill n1",
+        "kill n1",
+        "pause n1",
+    ]
+    assert cluster.calls[3:] == ["restart n1", "resume n1", "restart n1"]  # newest first

@@ -2,8 +2,9 @@
 brokers' HA statuses and the cluster manager's decisions (from the events), where a loss
 fell (from the checker), and the counters the brokers report.
 
-    StatusReached(node, status, after=None, within_s=None)   a node.ha event: `node` took
-                                                             `status` (after a moment)
+    StatusReached(node, status, after=None, within_s=None,   a node.ha event: `node` took
+                  nodes=1)                                   `status` (after a moment);
+                                                             node None: `nodes` nodes did
     StatusNever(node, status, after=None, before=None)       it never did (in a window)
     EventSeen(kind, node=None, after=None, within_s=None)    an event (manager.promote …)
     EventNever(kind, node=None)                              no such event
@@ -63,7 +64,8 @@ def _when(node: str | None, after: str | None, within_s: float | None) -> str:
 
 @dataclass(frozen=True)
 class StatusReached:
-    """`node` (None: any node) took `status`, after `after`, within `within_s` of it."""
+    """`node` (None: any node; `nodes` of them at least, each its own) took `status`,
+    after `after`, within `within_s` of it."""
 
     violation: ClassVar[str] = "status-not-reached"
 
@@ -71,17 +73,21 @@ class StatusReached:
     status: str
     after: str | None = None
     within_s: float | None = None
+    nodes: int = 1
 
     def unmet(self, facts: RunFacts) -> str | None:
-        seen = [
-            o
+        seen = {
+            o.node
             for o in _matching(facts, "node.ha", self.node, self.after, self.within_s)
             if o.detail.get("status") == self.status
-        ]
-        if seen:
+        }
+        if len(seen) >= self.nodes:
             return None
         when = _when(None, self.after, self.within_s)
         if self.node is None:
+            if self.nodes > 1:
+                took = ", ".join(sorted(str(n) for n in seen)) or "none"
+                return f"fewer than {self.nodes} nodes became {self.status}{when} ({took} did)"
             return f"no node became {self.status}{when}"
         name = facts.node(self.node)
         taken = [str(o.detail.get("status")) for o in _statuses(facts, name)]
