@@ -1,11 +1,11 @@
 """What a cluster can have done to it: each optional ability its own small protocol.
 
 The cluster a fault acts on offers optional abilities (Jepsen's `db/Kill`, `db/Pause`):
-`Killable` (kill -9, restart), `Pausable` (SIGSTOP/SIGCONT), `Proxied` (the
-Toxiproxy proxy on each link), `Roled` (each node's role can be read: what
-`@master` / `@replica:2` targets resolve against), `Reporting` (each node's status, with
-its last transaction id, can be read), `Managed` (a management API
-client per node: operator faults). A fault checks the ability it needs, with
+`Killable` (kill -9, restart), `Stoppable` (a graceful stop, start), `Pausable`
+(SIGSTOP/SIGCONT), `Proxied` (the Toxiproxy proxy on each link), `Roled` (each node's
+role can be read: what `@master` / `@replica:2` targets resolve against), `Reporting`
+(each node's status, with its last transaction id, can be read), `Managed` (a management
+API client per node: operator faults). A fault checks the ability it needs, with
 `require_ability` or one of the `as_*` helpers, and says in one line what it needs.
 
 The clients behind `Proxied` and `Managed` are protocols too (`ProxyControl`,
@@ -32,6 +32,7 @@ __all__ = [
     "ProxyControl",
     "Reporting",
     "Roled",
+    "Stoppable",
     "as_collectable",
     "as_killable",
     "as_linked",
@@ -39,6 +40,7 @@ __all__ = [
     "as_pausable",
     "as_proxied",
     "as_roled",
+    "as_stoppable",
     "require_ability",
 ]
 
@@ -70,6 +72,16 @@ class NodeManagement(Protocol):
 @runtime_checkable
 class Killable(Protocol):
     def kill(self, name: str) -> None: ...
+
+    def restart(self, name: str) -> None: ...
+
+
+@runtime_checkable
+class Stoppable(Protocol):
+    """A node stopped as an operator stops it (SIGTERM: it closes its clients and leaves
+    the group), and started again on the same ports and data."""
+
+    def stop_node(self, name: str) -> None: ...
 
     def restart(self, name: str) -> None: ...
 
@@ -140,6 +152,10 @@ def require_ability(cluster: object, ability: type, kind: str, needs: str) -> An
 
 def as_killable(cluster: object, kind: str) -> Killable:
     return require_ability(cluster, Killable, kind, "whose nodes can be killed")
+
+
+def as_stoppable(cluster: object, kind: str) -> Stoppable:
+    return require_ability(cluster, Stoppable, kind, "whose nodes can be stopped gracefully")
 
 
 def as_pausable(cluster: object, kind: str) -> Pausable:

@@ -9,7 +9,7 @@ from faults.docker_faults import Disconnect, DiskFill
 from faults.fault import Fault
 from faults.operator_faults import DesignatePrimary, QuorumOverride, SetPriority, TransferMaster
 from faults.partition_faults import Isolate, OneWayPartition, Partition
-from faults.process_faults import FullGc, Kill, Pause
+from faults.process_faults import FullGc, GracefulStop, Kill, Pause
 from faults.proxy_faults import TOXIC_FAULTS, Cut
 from lab.ground.errors import UsageError
 
@@ -19,6 +19,7 @@ FAULTS: Mapping[str, Fault] = {
     f.kind: f
     for f in (
         Kill(),
+        GracefulStop(),
         Pause(),
         FullGc(),
         Cut(),

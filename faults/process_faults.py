@@ -1,12 +1,13 @@
-"""Faults on a node's process: kill -9 and restart; SIGSTOP/SIGCONT (a full-GC stall);
+"""Faults on a node's process: kill -9 and restart; a graceful stop and start (the Java
+broker's "Node Operations": stop, start); SIGSTOP/SIGCONT (a full-GC stall);
 a real full garbage collection in a JVM node (`jcmd <pid> GC.run`)."""
 
 from __future__ import annotations
 
-from faults.abilities import as_collectable, as_killable, as_pausable
+from faults.abilities import as_collectable, as_killable, as_pausable, as_stoppable
 from lab.ground.faultops import FaultOp
 
-__all__ = ["FullGc", "Kill", "Pause"]
+__all__ = ["FullGc", "GracefulStop", "Kill", "Pause"]
 
 
 class Kill:
@@ -19,6 +20,20 @@ class Kill:
 
     def heal(self, cluster: object, op: FaultOp) -> None:
         as_killable(cluster, self.kind).restart(op.target)
+
+
+class GracefulStop:
+    """Stop the node as an operator does: SIGTERM (`docker stop` in a container), so it
+    closes its clients and leaves the group; killed only if it has not ended in 30 s. The
+    heal starts it again on the same ports and data, to catch up and rejoin."""
+
+    kind = "graceful_stop"
+
+    def apply(self, cluster: object, op: FaultOp) -> None:
+        as_stoppable(cluster, self.kind).stop_node(op.target)
+
+    def heal(self, cluster: object, op: FaultOp) -> None:
+        as_stoppable(cluster, self.kind).restart(op.target)
 
 
 class Pause:

@@ -13,7 +13,7 @@ from lab.ground.nodes import BROKER_REF_TRAITS, TargetTraits
 from lab.ground.spec import Durability, GroupSettings, RunSpec, Topology, Workload
 from lab.judge.prediction import Prediction
 
-__all__ = ["Scenario", "fault_window", "uniform"]
+__all__ = ["Scenario", "fault_window", "spaced_out", "uniform"]
 
 
 ScheduleFn = Callable[[RunSpec, random.Random], tuple[FaultOp, ...]]
@@ -38,6 +38,10 @@ class Scenario:
     twin: Scenario | None = None
     # Its schedule comes from a spec file only (`lab run --spec FILE`): the incident.
     needs_spec: bool = False
+    # Its faults follow one another, each meant to begin once the node before is back (a
+    # rolling restart): a target whose nodes take longer to restart gets its restart
+    # allowance between each fault and the next, not only at the end of the load.
+    paced: bool = False
 
     @property
     def mode(self) -> Mode:
@@ -81,12 +85,20 @@ class Scenario:
             workload=self.workload,
             group=self.group,
         )
-        scheduled = base.with_schedule(self.schedule(base, random.Random(seed)))
+        schedule = self.schedule(base, random.Random(seed))
         extra = target.restart_allowance_s
         if not extra:
-            return scheduled
-        longer = replace(self.workload, duration_s=self.workload.duration_s + extra)
-        return replace(scheduled, workload=longer)
+            return base.with_schedule(schedule)
+        if self.paced:
+            schedule = spaced_out(schedule, extra)
+        longer = replace(self.workload, duration_s=self.load_s(extra, len(schedule) // 2))
+        return replace(base.with_schedule(schedule), workload=longer)
+
+    def load_s(self, restart_allowance_s: float, faults: int = 1) -> float:
+        """How long the load lasts on a target with this restart allowance (`faults`: how
+        many faults the schedule has, for a paced scenario)."""
+        steps = max(1, faults) if self.paced else 1
+        return self.workload.duration_s + restart_allowance_s * steps
 
     def refusal(self, backend: str) -> str | None:
         """Why this scenario cannot run on `backend` (one line), or None when it can."""
@@ -131,6 +143,15 @@ def fault_window(
             params=params,
         ),
     )
+
+
+def spaced_out(schedule: tuple[FaultOp, ...], extra_s: float) -> tuple[FaultOp, ...]:
+    """Each fault, in the order they begin, `extra_s` later than the one before."""
+    firsts: dict[str, float] = {}
+    for op in sorted(schedule, key=lambda o: o.at_s):
+        firsts.setdefault(op.id, op.at_s)
+    order = {fault_id: i for i, fault_id in enumerate(firsts)}
+    return tuple(replace(op, at_s=round(op.at_s + order[op.id] * extra_s, 3)) for op in schedule)
 
 
 def uniform(rng: random.Random, low: float, high: float) -> float:

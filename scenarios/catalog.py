@@ -21,6 +21,7 @@ from scenarios.base import Scenario
 from scenarios.disk_full import DISK_FULL
 from scenarios.durability_matrix import DURABILITY_MATRIX
 from scenarios.incident import INCIDENT
+from scenarios.node_operations import ROLLING_RESTART
 from scenarios.random_faults import RANDOM
 from scenarios.replicated_group import (
     MASTER_FAILURE,
@@ -55,6 +56,7 @@ SCENARIOS: Mapping[str, Scenario] = {
         QUORUM_OVERRIDE,
         NEVER_PRIORITY_LOSS,
         TRANSFER_MASTER,
+        ROLLING_RESTART,
         REPLICA_GC_STALL,
         REPLICA_GC_STALL_ALL,
         DURABILITY_MATRIX,

@@ -38,6 +38,10 @@ class NodeHandle(Protocol):
 
     def kill(self) -> None: ...
 
+    def stop(self, timeout_s: float = 5.0) -> None:
+        """SIGTERM; SIGKILL when it has not ended within `timeout_s`."""
+        ...
+
     def pause(self) -> None: ...
 
     def resume(self) -> None: ...
@@ -49,6 +53,7 @@ class NodeHandle(Protocol):
 
 N = TypeVar("N", bound=NodeHandle)
 _LOCKS_LOCK = threading.Lock()
+GRACEFUL_STOP_S = 30.0  # a graceful stop's time to end before SIGKILL
 
 
 def group_ready(statuses: Mapping[str, NodeStatus | None]) -> bool:
@@ -218,6 +223,12 @@ class ClusterBase(Generic[N]):
         node = self.node(name)
         with self.acting_on(name):
             node.kill()
+
+    def stop_node(self, name: str) -> None:
+        """Stop a node as an operator does (SIGTERM; SIGKILL after 30 s)."""
+        node = self.node(name)
+        with self.acting_on(name):
+            node.stop(timeout_s=GRACEFUL_STOP_S)
 
     def restart(self, name: str) -> None:
         node = self.node(name)

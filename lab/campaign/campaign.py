@@ -35,7 +35,9 @@ def estimate_s(cell: Cell) -> float:
     """A first guess at a run's length: its load, its target's restart allowance, and a
     start-and-stop allowance by backend and target."""
     parts = parts_for(cell.scenario, cell.backend, cell.target, cell.mode)
-    load = parts.scenario.workload.duration_s + parts.target.restart_allowance_s
+    scenario = parts.scenario
+    faults = len(scenario.spec(0).schedule) // 2 if scenario.paced else 1
+    load = scenario.load_s(parts.target.restart_allowance_s, faults)
     extra = _JVM_S if cell.target != "broker_ref" else 0.0
     return load + _START_STOP_S.get(cell.backend, 35.0) + extra
 

@@ -11,9 +11,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-__all__ = ["Action", "FaultOp", "canonical", "ops_from_json"]
+__all__ = ["TAKES_A_NODE_OUT", "Action", "FaultOp", "canonical", "ops_from_json"]
 
 Action = Literal["start", "stop"]
+# Fault kinds after which the node they hit serves no client until healed.
+TAKES_A_NODE_OUT = frozenset({"kill", "graceful_stop", "pause", "isolate", "disconnect"})
 ParamValue = int | float | str | bool
 
 

@@ -6,10 +6,11 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from lab.ground.faultops import TAKES_A_NODE_OUT
+
 __all__ = ["clients_noticed", "consumed_before_replicated"]
 
 NS = 1_000_000_000
-_TAKES_A_NODE_OUT = frozenset({"kill", "pause", "isolate", "disconnect"})
 
 _COUNT = re.compile(r"Consumed before replication : (\d+) messages")
 CONSUMED_FIRST = "REF-2011"
@@ -50,7 +51,7 @@ def clients_noticed(
         start = int(e["time"]) / NS
         end = ends.get(str(e.get("id")), float("inf"))
         target = e.get("target")
-        if e.get("fault") not in _TAKES_A_NODE_OUT:
+        if e.get("fault") not in TAKES_A_NODE_OUT:
             found.append(None)
             continue
         first = next((t for t, node in infos if start < t <= end and node == target), None)

@@ -2,6 +2,7 @@
 
     LogSeen(code, node=None, after=None)     an operational-log code was written (HA-1014 …)
     RoleAtEnd(node, role)                    the node's role when the run ended
+    StoppedCleanly(fault)                    the node a graceful stop hit ended by itself
     ServiceStopped(start, end, slack_s)      no acknowledged send in [start + slack, end]
     ServiceContinued(start, end, max_gap_s)  no gap between acknowledged sends above max_gap_s
     ServiceResumed(after, within_s)          an acknowledged send within within_s of `after`
@@ -26,7 +27,10 @@ __all__ = [
     "ServiceContinued",
     "ServiceResumed",
     "ServiceStopped",
+    "StoppedCleanly",
 ]
+
+KILLED = (-9, 137)  # a process's status after SIGKILL; a container's exit code
 
 
 class Expectation(Protocol):
@@ -94,6 +98,30 @@ class RoleAtEnd:
         if role == self.role:
             return None
         return f"{name} ({self.node}) ended as {role or 'no answer'}, expected {self.role}"
+
+
+@dataclass(frozen=True)
+class StoppedCleanly:
+    """The node `fault` (a graceful stop) hit stopped by itself after it began: its
+    node.stop status is not SIGKILL's (the lab kills a node not ended 30 s after SIGTERM)."""
+
+    violation: ClassVar[str] = "not-stopped-cleanly"
+
+    fault: str
+
+    def unmet(self, facts: RunFacts) -> str | None:
+        found = facts.fault(self.fault)
+        stops = [
+            o
+            for o in facts.observed
+            if o.kind == "node.stop" and o.node == found.target and o.time_s >= found.start_s
+        ]
+        if not stops:
+            return f"{found.target} ({self.fault}) was never seen stopping after {self.fault}:start"
+        status = stops[0].detail.get("status")
+        if status in KILLED:
+            return f"{found.target} ({self.fault}) did not stop by itself: killed (status {status})"
+        return None
 
 
 @dataclass(frozen=True)

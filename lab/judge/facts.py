@@ -136,9 +136,9 @@ class RunFacts:
         return ref
 
     def after_restart(self, ref: str) -> bool:
-        """Whether `ref` is the end of a kill (the moment the node is started again)."""
+        """Whether `ref` is the end of a kill or a graceful stop (the node started again)."""
         fault_id, _, edge = ref.partition(":")
-        return edge == "end" and self.fault(fault_id).fault == "kill"
+        return edge == "end" and self.fault(fault_id).fault in ("kill", "graceful_stop")
 
     def moment(self, ref: str) -> float:
         """Seconds since the run began for `f1:start` / `f1:end`."""

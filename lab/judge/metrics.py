@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
+from lab.ground.faultops import TAKES_A_NODE_OUT
 from lab.judge.cluster_metrics import clients_noticed, consumed_before_replicated
 
 __all__ = ["RunMetrics", "masters_over_time", "read_events", "read_operations", "run_metrics"]
@@ -163,9 +164,6 @@ def _two_masters(events: Iterable[Mapping[str, Any]]) -> bool:
     return False
 
 
-_TAKES_A_NODE_OUT = frozenset({"kill", "pause", "isolate", "disconnect"})
-
-
 def _failover(
     events: Iterable[Mapping[str, Any]], sends_ok: list[tuple[float, str | None]]
 ) -> list[float | None]:
@@ -175,7 +173,7 @@ def _failover(
         if e.get("kind") != "fault.start":
             continue
         started = int(e["time"]) / NS
-        out = e.get("fault") in _TAKES_A_NODE_OUT and e.get("target") in nodes
+        out = e.get("fault") in TAKES_A_NODE_OUT and e.get("target") in nodes
         hit = e.get("target") if out else None
         after = next((t for t, n in sends_ok if t > started and (hit is None or n != hit)), None)
         found.append(None if after is None else round(after - started, 3))
