@@ -5,7 +5,8 @@
     StoppedCleanly(fault)                    the node a graceful stop hit ended by itself
     ServiceStopped(start, end, slack_s)      no acknowledged send in [start + slack, end]
     ServiceContinued(start, end, max_gap_s)  no gap between acknowledged sends above max_gap_s
-    ServiceResumed(after, within_s)          an acknowledged send within within_s of `after`
+    ServiceResumed(after, within_s,          an acknowledged send within within_s of `after`
+                   begins_within_s=0)        (or of a gap's beginning, that late after it)
 
 Nodes and moments are references (lab.judge.facts): `n2`, `f1`, `master@f1`; `f1:start`.
 Service is read from the run's unavailability windows (gaps between acknowledged sends
@@ -182,16 +183,22 @@ class ServiceResumed:
 
     after: str
     within_s: float
+    # A gap that begins up to this long after `after` counts too, timed from its beginning:
+    # a node stopped gracefully serves until it has closed (a JVM: seconds).
+    begins_within_s: float = 0.0
 
     def unmet(self, facts: RunFacts) -> str | None:
         m = facts.moment(self.after)
         metrics = facts.metrics
-        gap = next((w for w in _windows(facts) if w.start_s <= m < w.end_s), None)
+        gap = next(
+            (w for w in _windows(facts) if w.start_s <= m + self.begins_within_s and m < w.end_s),
+            None,
+        )
         if gap is None:  # the next acknowledged send came within the threshold
             return None
         if gap.end_s >= metrics.load_end_s - 1e-3:
             return f"service had not resumed {metrics.load_end_s - m:.2f} s after {self.after}"
-        waited = gap.end_s - m
+        waited = gap.end_s - max(m, gap.start_s)
         election = facts.target.election_allowance_s
         restart = facts.target.restart_allowance_s if facts.after_restart(self.after) else 0.0
         bound = self.within_s + election + restart
@@ -203,6 +210,9 @@ class ServiceResumed:
         if restart:
             parts.append(f"its restart allowance {restart:g} s")
         allowance = f" ({' + '.join(parts)})" if len(parts) > 1 else ""
-        return f"service resumed {waited:.2f} s after {self.after}, expected within {bound:g} s" + (
-            allowance
+        when = (
+            f"{waited:.2f} s after {self.after}"
+            if gap.start_s <= m
+            else f"{waited:.2f} s after it stopped, {gap.start_s - m:.2f} s after {self.after}"
         )
+        return f"service resumed {when}, expected within {bound:g} s" + allowance
