@@ -8,14 +8,16 @@ from itertools import pairwise
 from typing import Any
 
 import pytest
+from test_predictions import _facts as _windowed
 
 from faults.catalog import FAULTS
 from faults.nemesis import Nemesis
 from lab.ground.errors import ClusterError
 from lab.ground.faultops import FaultOp
 from lab.ground.nodes import BROKER_REF_TRAITS, TargetTraits
-from lab.judge.expectations import StoppedCleanly
+from lab.judge.expectations import ServiceResumed, StoppedCleanly
 from lab.judge.facts import RunFacts
+from lab.judge.metrics import Window
 from scenarios.base import spaced_out
 from scenarios.catalog import SCENARIOS
 
@@ -109,3 +111,16 @@ def test_stopped_cleanly_reads_the_nodes_stop_status(
     status: int | None, reason: str | None
 ) -> None:
     assert StoppedCleanly("f1").unmet(_facts(status)) == reason
+
+
+def test_a_gap_that_begins_after_the_moment_counts_when_asked() -> None:
+    """A node stopped gracefully serves a moment longer: the gap 7.0–14.0 began 2 s after
+    f1:start (5.0); by default it is not f1's, with begins_within_s it is, timed from 7.0."""
+    late = (Window(7.0, 14.0),)
+    assert ServiceResumed("f1:start", 5.0).unmet(_windowed(late)) is None
+    reason = ServiceResumed("f1:start", 5.0, begins_within_s=3.0).unmet(_windowed(late))
+    assert reason == (
+        "service resumed 7.00 s after it stopped, 2.00 s after f1:start, expected within 5 s"
+    )
+    assert ServiceResumed("f1:start", 8.0, begins_within_s=3.0).unmet(_windowed(late)) is None
+    assert ServiceResumed("f1:start", 5.0, begins_within_s=1.0).unmet(_windowed(late)) is None
