@@ -174,9 +174,10 @@ class ElectedMostRecent:
 class InFlightSendsSettled:
     """Every send in flight when fault `fault` took its node out ends fail or info, or ok
     with its message received. The node died between the lab's last reading before the kill
-    (its `node.txid` events, else the fault's start) and its `node.kill` event (recorded once
-    the process was reaped, after the clients may have seen the connection drop): a send
-    invoked before the death and not completed before that reading counts as in flight."""
+    (its `node.txid` events, else the fault's start) and its `node.kill` event (on processes
+    once it was reaped, after the clients may have seen the connection drop; in containers
+    when the kill was ordered): a send invoked before the death and not completed before
+    that reading counts as in flight."""
 
     violation: ClassVar[str] = "in-flight-acknowledged-lost"
 

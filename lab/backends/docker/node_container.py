@@ -158,15 +158,16 @@ class NodeContainer:
         if self.container is None or not self.running:
             return
         self._ending = True
+        # The moment it died is the moment the kill is ordered: the engine delivers SIGKILL
+        # early in the call and returns only once it has seen the container stop (half a
+        # second and more on a busy engine), by which time a cluster manager that found the
+        # node gone may have promoted a backup — no second master. Not once `wait` returns
+        # either, nor once its log has been read to the end.
+        self.events.emit("node.kill", self.name, signal="SIGKILL")
         try:
             self.container.kill()
         except (NotFound, APIError, RequestException):
-            return
-        # The moment it died: the engine has delivered SIGKILL when `kill` returns, and the
-        # node runs no more code. Not once `wait` returns (seconds later on a busy engine),
-        # nor once its log has been read to the end: a node elected or promoted meanwhile
-        # made no second master.
-        self.events.emit("node.kill", self.name, signal="SIGKILL")
+            return  # already gone: it is dead all the same
         with contextlib.suppress(NotFound, APIError, RequestException):
             self.container.wait(timeout=30)
         self._join_reader()
