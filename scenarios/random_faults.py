@@ -18,13 +18,14 @@ acknowledged transaction, as long as its copies last. Under NO_SYNC (the lab's d
 master and replicas) a copy lives in a process's memory until it is written out (every
 0.5 s), and kill -9 takes it away. Hence:
 
-1. At most one node is out at a time (killed and not yet back, frozen, cut off: isolated,
-   alone across a partition or a one-way partition, or one node→node direction broken by a
-   bandwidth or reset toxic). The other two are a majority that reaches each other and holds
-   every acknowledged transaction; the next round waits 1–2.5 s, time for a restarted node to
-   catch up and for the others to write out. Two nodes out under NO_SYNC has no promise: a
-   kill takes the only copies of what the other one (frozen or cut off) acknowledged, and
-   the two nodes left elect without them. The generator does not draw it.
+1. At most one node is out at a time (killed or stopped by its operator and not yet back,
+   frozen, cut off: isolated, alone across a partition or a one-way partition, or one
+   node→node direction broken by a bandwidth or reset toxic). The other two are a majority
+   that reaches each other and holds every acknowledged transaction; the next round waits
+   1–2.5 s, time for a restarted node to catch up and for the others to write out. Two nodes
+   out under NO_SYNC has no promise: a kill takes the only copies of what the other one
+   (frozen or cut off) acknowledged, and the two nodes left elect without them. The
+   generator does not draw it.
 2. When neither sync policy is NO_SYNC (every copy is on disk, or in the OS, when it is
    acknowledged: a kill loses nothing), a second node may be out while the first is: the
    group has no quorum and waits, as the documents say, and loses nothing. Both faults then
@@ -34,8 +35,11 @@ master and replicas) a copy lives in a process's memory until it is written out 
    node link (every heartbeat still arrives in time), toxics and cuts on client links, and a
    full GC on a JVM target (drawn first in its round, when every node runs).
 4. transfer_master (the seed's operator action, on a healthy group) is drawn first in its
-   round and nothing that takes a node out overlaps it. designate_primary, quorum_override
-   and set_priority 0 are never drawn: the documents say they can lose data.
+   round and nothing that takes a node out overlaps it. A graceful stop (the seed's "Node
+   Operations": the node leaves the group, and is started again) is drawn first in its round
+   only, never while another fault lasts: the lab waits for the node to close (a JVM takes
+   seconds), so what its round starts meanwhile is applied late. designate_primary,
+   quorum_override and set_priority 0 are never drawn: the documents say they can lose data.
 
 Under ack policy NONE the documents promise nothing against a master's crash (J11's
 business): the rule is the same, and such a run may break, as the documents predict.
@@ -109,6 +113,8 @@ def may_overlap(draw: Draw, lasting: list[Draw], spec: RunSpec) -> bool:
         return False  # one fault per node, link or label at a time
     if draw.effect == "light":
         return draw.fault != "full_gc"  # its node must run: first in its round only
+    if draw.fault == "graceful_stop":
+        return False  # the nemesis waits for the node to close: first in its round only
     if draw.effect == "operator" or draw.names_a_role:
         return False
     outs = [other for other in lasting if other.effect != "light"]

@@ -2,9 +2,10 @@
 
 A drawn fault (`Draw`) says what it does to the promise (see random_faults.py for the rule):
 
-    out       takes one node out of the majority: killed, frozen, or cut off (isolated,
-              alone across a partition or a one-way partition, or one node→node direction
-              broken by a bandwidth or reset toxic), or an active-passive broker taken out
+    out       takes one node out of the majority: killed, stopped by its operator, frozen,
+              or cut off (isolated, alone across a partition or a one-way partition, or
+              one node→node direction broken by a bandwidth or reset toxic), or an
+              active-passive broker taken out
     operator  an operator's action on a healthy group (transfer_master)
     light     takes nothing out: latency below the election timeout on a node link, toxics
               and cuts on client links, a full GC on a JVM, the cluster manager stopped or
@@ -213,6 +214,7 @@ def _link_heartbeat_bound(spec: RunSpec) -> int:
 # The replicated group's vocabulary (names as the property tests count them).
 GROUP_OUT: tuple[Kind, ...] = (
     Kind("kill", 3, _process("kill")),
+    Kind("graceful_stop", 1, _process("graceful_stop")),  # first in its round only
     Kind("pause", 2, _process("pause")),
     Kind("partition", 2, _partition, "cut_peer_links"),
     Kind("isolate", 2, _isolate, "cut_peer_links"),
