@@ -63,6 +63,17 @@ def rss_kib(node: NodeProcess) -> int:
     raise AssertionError("no VmRSS")
 
 
+def steady_fds(node: NodeProcess, timeout_s: float = 10.0) -> int:
+    """The node's descriptors once the count holds still for a second (a node just started
+    may still hold one for a moment: the readiness probe's connection closing)."""
+    deadline = time.monotonic() + timeout_s
+    seen = [open_fds(node)]
+    while time.monotonic() < deadline and (len(seen) < 10 or len(set(seen[-10:])) > 1):
+        time.sleep(0.1)
+        seen.append(open_fds(node))
+    return min(seen[-10:])
+
+
 def settle(node: NodeProcess, limit: int, timeout_s: float = 10.0) -> int:
     """Wait until the node holds at most `limit` descriptors; return the count."""
     deadline = time.monotonic() + timeout_s
@@ -101,7 +112,7 @@ BAD_STARTS = {
 
 def test_bad_bytes_get_a_framing_error_and_the_node_serves_on(start_node: NodeFactory) -> None:
     node = start_node()
-    before = open_fds(node)
+    before = steady_fds(node)
     for name, payload in BAD_STARTS.items():
         answer = exchange(port_of(node), payload)
         assert answer.startswith(AMQP_HEADER), (name, answer)
@@ -144,7 +155,7 @@ def test_truncated_and_out_of_order_frames_close_only_that_connection(
     start_node: NodeFactory,
 ) -> None:
     node = start_node(idle_timeout_s=30.0)  # the bystander waits while each peer is served
-    before = open_fds(node)
+    before = steady_fds(node)
     with closing(BlockingConnection(node.url, timeout=10)) as bystander:
         sender = bystander.create_sender("bystander")
         for name, payload in TRUNCATED_AND_OUT_OF_ORDER.items():
@@ -198,7 +209,7 @@ RAW = st.tuples(st.sampled_from([b"", AMQP_HEADER]), st.binary(max_size=600)).ma
 
 def test_generated_frames_and_bytes_never_take_the_node_down(start_node: NodeFactory) -> None:
     node = start_node()
-    before = open_fds(node)
+    before = steady_fds(node)
     rss_before = rss_kib(node)
     sent = 0
 
@@ -306,7 +317,7 @@ def test_two_thousand_idle_connections_are_capped_timed_out_and_forgotten(
     install_proton_guard()  # this process's own clients then watch descriptors above 1023
     cap = 1000
     node = start_node(max_connections=cap, handshake_timeout_s=HANDSHAKE_S)
-    before, rss_before = open_fds(node), rss_kib(node)
+    before, rss_before = steady_fds(node), rss_kib(node)
     peaks, after, rss = [], [], []
     started = time.monotonic()
     for _ in range(2):  # the second flood shows what the first left behind is reused
@@ -341,7 +352,7 @@ def test_a_consumer_that_never_reads_holds_bounded_memory(start_node: NodeFactor
         sender = producer.create_sender("big")
         for message_id in ids:
             sender.send(Message(id=message_id, body=body))
-    before, rss_before = open_fds(node), rss_kib(node)
+    before, rss_before = steady_fds(node), rss_kib(node)
     stuck = StuckConsumer(port_of(node), "big", credit=100_000)
     try:
         deadline = time.monotonic() + 3
