@@ -20,6 +20,7 @@ import bisect
 import fcntl
 import os
 import zlib
+from array import array
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,14 +67,16 @@ class LogStore:
     """
 
     def __init__(
-        self, path: Path, fd: int, lock_fd: int, txids: list[int], ends: list[int], size: int
+        self, path: Path, fd: int, lock_fd: int, txids: array[int], ends: array[int], size: int
     ) -> None:
         self.path = path
         self._fd = fd
         self._lock_fd = lock_fd
         self._buffer = bytearray()
-        self._txids = txids  # every record's txid, in order
-        self._ends = ends  # the file offset just after each record
+        # Every record's txid, in order, and the file offset just after it: 8 bytes each a
+        # record (a list of ints would take 36), for a log of millions of records.
+        self._txids = txids
+        self._ends = ends
         self._file_size = size
         self._last_txid = txids[-1] if txids else 0
         self.written_txid = self._last_txid
@@ -94,8 +97,9 @@ class LogStore:
         except BaseException:
             os.close(lock_fd)
             raise
-        txids = [r.txid for r in recovery.records]
-        return cls(path, fd, lock_fd, txids, list(recovery.ends), recovery.size), recovery
+        txids = array("q", (r.txid for r in recovery.records))
+        ends = array("q", recovery.ends)
+        return cls(path, fd, lock_fd, txids, ends, recovery.size), recovery
 
     @property
     def next_txid(self) -> int:
