@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pytest
-from checker_helpers import Op, write_history
+from checker_helpers import Op, drained, sent, write_history
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -165,3 +165,62 @@ def test_codes_stay_dense_for_sequence_numbers() -> None:
         codes, _ = ids.encode(values, np.ones(len(values), bool))
     assert ids.size <= 2 * 200_000
     assert ids.decode(codes[-3:]).to_pylist() == ["p1-49999", "p2-49999", "p3-49999"]
+
+
+def _judged(tmp_path: Path, ops: list[Op], batch: int) -> CheckResult:
+    """The streaming verdict of `ops` cut into batches of `batch` rows; it must agree with
+    the reference too."""
+    table = read_history(write_history(tmp_path, ops))
+    result = check_table(rebatched(table, batch))
+    assert result == reference(ops)
+    return result
+
+
+def test_a_second_sender_counts_each_of_its_sends(tmp_path: Path) -> None:
+    """p1 re-sends p0's refused message twice and completes once: one of its sends is still
+    open, so the message is indeterminate, not failed."""
+    ops: list[Op] = [("p0", "invoke", "send", "p0-1"), ("p0", "fail", "send", "p0-1")]
+    ops += [("p1", "invoke", "send", "p0-1")] * 2 + [("p1", "fail", "send", "p0-1")]
+    result = _judged(tmp_path, ops, batch=2)  # p0's two sends come first, alone
+    assert (result.indeterminate, result.failed) == (1, 0)
+
+
+def test_a_second_senders_open_send_follows_its_message_when_the_block_moves(
+    tmp_path: Path,
+) -> None:
+    """p0-0 is the first code of p0's block; p0-1500 makes the block move two batches after
+    p1's open send of p0-0, which must move with it. (Within one batch the last sender of a
+    new message becomes its first, so p0's sends go in a batch of their own.)"""
+    ops: list[Op] = [("p0", "invoke", "send", "p0-0"), ("p0", "fail", "send", "p0-0")]
+    ops += [("p1", "invoke", "send", "p0-0"), ("c0", "invoke", "receive", None)]
+    ops += [*sent("p0-1500"), ("c0", "ok", "receive", "p0-1500")]
+    result = _judged(tmp_path, ops, batch=2)
+    assert (result.indeterminate, result.failed, result.lost.count) == (1, 0, 0)
+
+
+@pytest.mark.parametrize(
+    ("drains", "expected"),
+    [
+        # c0's drain never ended: the last drain overall (p0's ok) must not speak for it.
+        ([("c0", "invoke", "drain", None), *drained("p0")], "unknown"),
+        # c0's last drain is its ok; p0's only drain is ok.
+        (
+            [
+                ("c0", "invoke", "drain", None),
+                ("c0", "ok", "drain", None),
+                ("p0", "ok", "drain", None),
+            ],
+            False,
+        ),
+        # p0 drained once in vain, then for good.
+        ([*drained("p0", end="fail"), *drained("p0")], False),
+    ],
+)
+def test_each_process_is_judged_by_its_last_drain(
+    tmp_path: Path, drains: list[Op], expected: object
+) -> None:
+    """One acknowledged message nobody received: lost for sure only when every process's
+    last drain ended ok."""
+    result = _judged(tmp_path, [*sent("p0-1"), *drains], batch=100)
+    assert result.lost.ids == ("p0-1",)
+    assert result.valid == expected
