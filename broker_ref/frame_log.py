@@ -9,8 +9,23 @@ from __future__ import annotations
 
 import threading
 from array import array
+from collections.abc import Iterator
+from typing import Protocol
 
-__all__ = ["FrameLog", "term_in"]
+from broker_ref.records import FRAME_HEADER_SIZE, Record, decode_payload
+
+__all__ = ["FrameLog", "ReadBack", "term_in"]
+
+
+class ReadBack(Protocol):
+    """Each record's txid, term and end offset, as a store read them back."""
+
+    @property
+    def txids(self) -> array[int]: ...
+    @property
+    def terms(self) -> array[int]: ...
+    @property
+    def ends(self) -> array[int]: ...
 
 
 class FrameLog:
@@ -34,6 +49,34 @@ class FrameLog:
             self._terms.append(term)
             if not self._boundaries or self._boundaries[-1][0] != term:
                 self._boundaries.append((term, txid))
+
+    def restore(self, data: bytes, start: int, read: ReadBack) -> None:
+        """Load an empty log with the frames a store read back: `data[start:ends[-1]]`, each
+        record's txid (1, 2, ... as `append` asks), term, and end offset in `data`."""
+        txids, ends, terms = read.txids, read.ends, read.terms
+        with self._lock:
+            if self._ends:
+                raise ValueError("restore into a frame log that holds records")
+            for place, txid in enumerate(txids, 1):
+                if txid != place:
+                    raise ValueError(f"txid {txid} does not follow {place - 1}")
+            if not ends:
+                return
+            self._data = bytearray(memoryview(data)[start : ends[-1]])
+            self._ends = array("q", (end - start for end in ends))
+            self._terms = array("q", terms)
+            previous = None
+            for index, term in enumerate(self._terms):
+                if term != previous:
+                    self._boundaries.append((term, index + 1))
+                    previous = term
+
+    def records(self) -> Iterator[Record]:
+        """Every record, decoded one at a time (the reactor's: it alone changes the log)."""
+        start = 0
+        for end in self._ends:
+            yield decode_payload(bytes(self._data[start + FRAME_HEADER_SIZE : end]))
+            start = end
 
     @property
     def last_txid(self) -> int:

@@ -21,7 +21,8 @@ import fcntl
 import os
 import zlib
 from array import array
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from broker_ref.errors import StoreCorrupt, StoreError
@@ -52,12 +53,32 @@ class TornTail:
 
 @dataclass(frozen=True)
 class Recovery:
-    """What `LogStore.open` read back: every complete record, and the tail it dropped."""
+    """What `LogStore.open` read back: the log's bytes, each complete record's txid, term
+    and end offset in them, and the tail it dropped.
 
-    records: tuple[Record, ...]
+    The records stay encoded (`iter_records` decodes them one at a time): a node restarted
+    on a long log rebuilds its queues and its frame log from these bytes without holding
+    every record decoded at once, which used to take a few times the log's size.
+    """
+
     torn_tail: TornTail | None
-    ends: tuple[int, ...] = ()  # the file offset just after each record
+    data: bytes = MAGIC  # the log as read; the records end at `size`
+    txids: array[int] = field(default_factory=lambda: array("q"))
+    terms: array[int] = field(default_factory=lambda: array("q"))
+    ends: array[int] = field(default_factory=lambda: array("q"))  # the offset after each
     size: int = len(MAGIC)  # the log's size once the torn tail is cut
+
+    def iter_records(self) -> Iterator[Record]:
+        """Every complete record, in order, decoded one at a time."""
+        view = memoryview(self.data)
+        start = len(MAGIC)
+        for end in self.ends:
+            yield decode_payload(view[start + FRAME_HEADER_SIZE : end])
+            start = end
+
+    @property
+    def records(self) -> tuple[Record, ...]:
+        return tuple(self.iter_records())
 
 
 class LogStore:
@@ -97,8 +118,7 @@ class LogStore:
         except BaseException:
             os.close(lock_fd)
             raise
-        txids = array("q", (r.txid for r in recovery.records))
-        ends = array("q", recovery.ends)
+        txids, ends = array("q", recovery.txids), array("q", recovery.ends)  # the store's own
         return cls(path, fd, lock_fd, txids, ends, recovery.size), recovery
 
     @property
@@ -215,49 +235,57 @@ def _recover(path: Path) -> Recovery:
             raise StoreError(f"{path} is not a broker_ref log")
         _create(path)
         torn = TornTail(0, len(data), "log header cut short") if data else None
-        return Recovery((), torn, (), len(MAGIC))
+        return Recovery(torn)
     if not data.startswith(MAGIC):
         raise StoreError(f"{path} is not a broker_ref log (bad magic)")
-    records, ends, end, reason = _scan(memoryview(data))
+    scan = _Scan()
+    end, reason = scan.run(memoryview(data))
     if reason is None:
-        return Recovery(tuple(records), None, tuple(ends), end)
-    last_txid = records[-1].txid if records else 0
+        return Recovery(None, data, scan.txids, scan.terms, scan.ends, end)
+    last_txid = scan.txids[-1] if scan.txids else 0
     resumes_at = _next_valid_frame(memoryview(data), end + 1, last_txid)
     if resumes_at is not None:
         raise StoreCorrupt(str(path), end, reason, resumes_at)
     _truncate(path, end)
-    return Recovery(tuple(records), TornTail(end, len(data) - end, reason), tuple(ends), end)
+    torn = TornTail(end, len(data) - end, reason)
+    return Recovery(torn, data, scan.txids, scan.terms, scan.ends, end)
 
 
-def _scan(data: memoryview) -> tuple[list[Record], list[int], int, str | None]:
-    """Every complete record from the start with its end offset, the offset after the last,
-    and why it stopped."""
-    records: list[Record] = []
-    ends: list[int] = []
-    size = len(data)
-    offset = len(MAGIC)
-    last_txid = 0
-    while offset < size:
-        if size - offset < FRAME_HEADER_SIZE:
-            return records, ends, offset, "frame header cut short"
-        length, crc = read_frame_header(data, offset)
-        start = offset + FRAME_HEADER_SIZE
-        if length > MAX_PAYLOAD_SIZE or start + length > size:
-            return records, ends, offset, "frame runs past the end of the file"
-        payload = data[start : start + length]
-        if zlib.crc32(payload) != crc:
-            return records, ends, offset, "CRC mismatch"
-        try:
-            record = decode_payload(payload)
-        except ValueError as exc:
-            return records, ends, offset, f"malformed record: {exc}"
-        if record.txid <= last_txid:
-            return records, ends, offset, f"txid {record.txid} does not follow {last_txid}"
-        records.append(record)
-        last_txid = record.txid
-        offset = start + length
-        ends.append(offset)
-    return records, ends, offset, None
+class _Scan:
+    """Every complete record from the start: its txid, term and end offset."""
+
+    def __init__(self) -> None:
+        self.txids: array[int] = array("q")
+        self.terms: array[int] = array("q")
+        self.ends: array[int] = array("q")
+
+    def run(self, data: memoryview) -> tuple[int, str | None]:
+        """The offset after the last complete record, and why the scan stopped there."""
+        size = len(data)
+        offset = len(MAGIC)
+        last_txid = 0
+        while offset < size:
+            if size - offset < FRAME_HEADER_SIZE:
+                return offset, "frame header cut short"
+            length, crc = read_frame_header(data, offset)
+            start = offset + FRAME_HEADER_SIZE
+            if length > MAX_PAYLOAD_SIZE or start + length > size:
+                return offset, "frame runs past the end of the file"
+            payload = data[start : start + length]
+            if zlib.crc32(payload) != crc:
+                return offset, "CRC mismatch"
+            try:
+                record = decode_payload(payload)
+            except ValueError as exc:
+                return offset, f"malformed record: {exc}"
+            if record.txid <= last_txid:
+                return offset, f"txid {record.txid} does not follow {last_txid}"
+            last_txid = record.txid
+            offset = start + length
+            self.txids.append(record.txid)
+            self.terms.append(record.term)
+            self.ends.append(offset)
+        return offset, None
 
 
 def _next_valid_frame(data: memoryview, start: int, last_txid: int) -> int | None:

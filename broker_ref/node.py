@@ -31,14 +31,13 @@ from broker_ref.errors import StartupError, StoreCorrupt
 from broker_ref.feeds import replication_filter
 from broker_ref.frame_log import FrameLog
 from broker_ref.group import Group
-from broker_ref.log_store import LogStore, Recovery
+from broker_ref.log_store import MAGIC, LogStore, Recovery
 from broker_ref.mailbox import Mailbox
 from broker_ref.management import ManagementServer
 from broker_ref.node_view import NodeManagementView
 from broker_ref.oplog import Code, OperationalLog
 from broker_ref.proton_guard import install as install_proton_guard
 from broker_ref.queues import QueueBook
-from broker_ref.records import encode_frame
 from broker_ref.roles import Role, RoleTracker
 from broker_ref.shutdown import ShutdownSignal
 from broker_ref.tls import management_context
@@ -251,9 +250,8 @@ class Node:
                 f"Log tail truncated : {torn.dropped_bytes} bytes at offset {torn.offset}"
                 f" : {torn.reason}",
             )
-        for record in recovery.records:
-            self._frames.append(record.txid, record.term, encode_frame(record))
-        self._queues.replace(QueueBook.recover(recovery.records))
+        self._frames.restore(recovery.data, len(MAGIC), recovery)
+        self._queues.replace(QueueBook.recover(recovery.iter_records()))
         self._recovery = None
         self._oplog.info(
             Code.RECOVERED_MESSAGES, f"Recovered {self._queues.message_count} messages"

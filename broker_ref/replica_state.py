@@ -83,7 +83,4 @@ class ReplicaState:
     def rebuild_queues(self) -> None:
         """The queues as the log says: messages handed out, acknowledged or waiting for
         replica acks as master all count again as the log says."""
-        log = self._commit.frames
-        frames = log.frames(1, 1 << 62) if log.last_txid else []
-        records = [decode_payload(memoryview(frame)[8:]) for frame in frames]
-        self._queues.replace(QueueBook.recover(records))
+        self._queues.replace(QueueBook.recover(self._commit.frames.records()))
