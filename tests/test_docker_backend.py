@@ -172,6 +172,13 @@ def test_a_cut_client_link_refuses_then_heals(cluster: DockerCluster) -> None:
     send_one(url, queue=_queue())
 
 
+def test_the_node_config_with_its_secret_is_readable_by_root_only(cluster: DockerCluster) -> None:
+    container = cluster.nodes["n1"].container
+    assert container is not None
+    code, out = container.exec_run(["stat", "-c", "%a %U", "/etc/lab/node.json"])
+    assert (code, out.decode().strip()) == (0, "600 root")
+
+
 def test_disk_fill_reaches_enospc_and_free_returns_the_space(cluster: DockerCluster) -> None:
     before = cluster.disk_free_bytes("n1")
     assert before > 32 * 1024 * 1024

@@ -299,7 +299,7 @@ class DockerCluster(ContainerAbilities):
                 **networks.endpoint(subnet.node(self.node_names.index(plan.name)), plan.name),
             )
             .with_volume_mapping(self._data_volume(plan.name), str(DATA_DIR), "rw")
-            .with_copy_into_container(launch.config, launch.config_path)
+            .with_copy_into_container(launch.config, launch.config_path, mode=0o600)  # a secret
         )
         _publish(spec, AMQP_PORT, plan.amqp_port)
         _publish(spec, MANAGEMENT_PORT, plan.management_port)
