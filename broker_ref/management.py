@@ -47,6 +47,7 @@ _REMOTE_PREFIX = "/api/latest/remotereplicationnode/"
 _HA_PREFIX = "/api/latest/ha/"
 MAX_BODY = 64 * 1024
 REQUEST_TIMEOUT_S = 10.0
+SHUTDOWN_POLL_S = 0.05
 _LOGGED = (400, 401, 411, 413, 415)
 
 
@@ -274,8 +275,13 @@ class ManagementServer:
     ) -> None:
         refusals = None if oplog is None else RefusalLog(oplog, Code.MANAGEMENT_REFUSED)
         self._server = _Server((host, port), view, refusals, tls)
+        # serve_forever looks for a shutdown request every poll interval: 0.5 s by default,
+        # which every stop of a node would wait for
         self._thread = threading.Thread(
-            target=self._server.serve_forever, name="management", daemon=True
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": SHUTDOWN_POLL_S},
+            name="management",
+            daemon=True,
         )
 
     @property
