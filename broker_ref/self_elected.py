@@ -55,6 +55,7 @@ class SelfElected:
         self.transfer.step_down = lambda reason: self.step_down(Role.REPLICA, reason)
         feeds.acked_by = self.transfer.on_ack
         self._joined = False  # met a peer at least once since start
+        self._first_election = True  # a new group's first election may come early, once
         self._refusing: str | None = None
         self._refuse_at = 0.0
 
@@ -95,6 +96,11 @@ class SelfElected:
                 self.elections.due = self.elections.next_time(now, soon=True)
         elif core.master is not None and now - follower.sync_asked > SYNC_RETRY_S:
             follower.ask_sync(core.master)
+        if self._first_election and core.term == 0 and self.elections.has_lease():
+            # A new group (no term yet) elects its first master as soon as a majority has
+            # met, staggered by rank as after a master's loss, not a whole timeout later.
+            self._first_election = False
+            self.elections.due = min(self.elections.due, self.elections.next_time(now, soon=True))
         if now >= self.elections.due:
             self.elections.due = self.elections.next_time(now)
             self.elections.maybe_stand(now)
