@@ -22,6 +22,7 @@ from lab.campaign.failures import FIXED_AFTER, Failure, FailureDB
 from lab.campaign.plan import CampaignRequest, Cell, Draw
 from lab.campaign.summary import CampaignSummary, write_campaign
 from lab.campaign.tasks import RunningTask, RunRecord, Task, settle
+from lab.campaign.warm import wait_any, warm_up
 from lab.compose import parts_for
 
 __all__ = ["estimate_s", "open_failures", "run_campaign"]
@@ -121,6 +122,7 @@ def run_campaign(
         return time.monotonic() + needed <= deadline
 
     write_campaign(out_dir, summary)
+    warm_up()
     try:
         while True:
             while len(running) < request.jobs:
@@ -147,7 +149,7 @@ def run_campaign(
                 for job in running:
                     job.interrupt()
             show(summary.with_running(len(running), deadline), None)
-            time.sleep(0.2)
+            wait_any([job.proc for job in running], 0.2)  # at once when a run ends
     except BaseException:
         for job in _stop_all(running):
             record = job.poll()

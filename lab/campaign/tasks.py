@@ -1,5 +1,6 @@
 """One run of a campaign: a fresh draw or a replay of a recorded failure, run as its own
-`lab run` process (so a run that hangs can be interrupted, and its heals still run), into
+`lab run` process (so a run that hangs can be interrupted, and its heals still run; forked
+from a warm interpreter that imported the lab once, see warm.py), into
 an ordinary run folder under the campaign's folder; then its record, and the failure
 database told what it showed.
 
@@ -18,8 +19,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import signal
-import subprocess
-import sys
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -27,6 +26,7 @@ from typing import Any
 
 from lab.campaign.failures import Failure, FailureDB
 from lab.campaign.plan import Cell
+from lab.campaign.warm import start_lab
 from lab.ground.files import write_json
 from lab.ground.paths import LAB_ROOT
 
@@ -112,20 +112,12 @@ class RunningTask:
         self.err_path = logs / f"{task.number}.err"
         self.started = time.monotonic()
         self.started_utc = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-        with self.out_path.open("wb") as out, self.err_path.open("wb") as err:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "lab", *task.argv(campaign_dir)],
-                cwd=LAB_ROOT,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=err,
-            )
+        self.proc = start_lab(task.argv(campaign_dir), self.out_path, self.err_path)
         self.interrupted = False
 
     def poll(self) -> RunRecord | None:
-        if self.proc.poll() is None:
-            return None
-        return self._record(self.proc.returncode)
+        code = self.proc.poll()
+        return None if code is None else self._record(code)
 
     def wait(self) -> RunRecord:
         return self._record(self.proc.wait())
