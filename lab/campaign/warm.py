@@ -22,6 +22,7 @@ import multiprocessing
 import multiprocessing.connection
 import multiprocessing.forkserver
 import os
+import runpy
 import signal
 import sys
 from collections.abc import Sequence
@@ -56,9 +57,7 @@ def _lab_main(argv: list[str], out_path: str, err_path: str) -> None:
     os.chdir(LAB_ROOT)
     signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C heals, as `lab run`
     sys.argv = ["lab", *argv]
-    from lab.cli.main import main
-
-    sys.exit(main(argv))
+    runpy.run_module("lab", run_name="__main__", alter_sys=True)  # as `python -m lab` does
 
 
 class LabProcess:
