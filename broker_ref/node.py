@@ -270,5 +270,6 @@ class Node:
         if self._store is not None:
             store, self._store = self._store, None
             store.close()
+        self._frames.close()
         self._shutdown.release()
         self._mailbox.release()
