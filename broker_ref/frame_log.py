@@ -7,7 +7,8 @@ to replicas and the term boundaries to find where a rejoining node diverged.
 The frames are kept in an anonymous temporary file (unlinked as it is made, in the
 system's temporary directory, never the node's data folder), with only the newest
 ones (up to `TAIL_BYTES`) in memory: under long load a node's memory grows by the
-arrays' 16 bytes a record, not by its frames. Should the file not be writable (no
+array's 8 bytes a record, not by its frames. The terms are kept as runs (each
+term with its first txid), not one a record. Should the file not be writable (no
 space left), the frames stay in memory and the next flush tries again.
 """
 
@@ -43,7 +44,8 @@ class ReadBack(Protocol):
 
 class FrameLog:
     """The frames end to end: the older ones in a temporary file, the newest in a tail
-    buffer, with each one's end offset and term in arrays (8 + 8 bytes a record in memory).
+    buffer, with each one's end offset in an array (8 bytes a record in memory) and the
+    terms as boundaries: each term with the txid of its first record, the runs in order.
 
     Bytes at offsets below `_flushed` are in the file, the next `_used` in `_tail`. The file
     is made at the first flush, so a log that never outgrows its tail has none. The tail's
@@ -60,8 +62,8 @@ class FrameLog:
         self._tail = bytearray()  # its first `_used` bytes are frames, the rest is free space
         self._used = 0
         self._ends: array[int] = array("q")  # offset just after each frame
-        self._terms: array[int] = array("q")
         self._boundaries: list[tuple[int, int]] = []  # (term, first txid of that term)
+        self._firsts: list[int] = []  # each boundary's first txid, to bisect
         self._lock = threading.Lock()
 
     def append(self, txid: int, term: int, frame: bytes) -> None:
@@ -72,9 +74,9 @@ class FrameLog:
             self._tail[used : used + len(frame)] = frame  # grows the buffer if it must
             self._used = used = used + len(frame)
             self._ends.append(self._flushed + used)
-            self._terms.append(term)
             if not self._boundaries or self._boundaries[-1][0] != term:
                 self._boundaries.append((term, txid))
+                self._firsts.append(txid)
             if used >= self._flush_at:
                 self._flush()
 
@@ -98,11 +100,11 @@ class FrameLog:
             self._tail = bytearray(view[done:])
             self._used = len(self._tail)
             self._ends = array("q", (end - start for end in ends))
-            self._terms = array("q", terms)
             previous = None
-            for index, term in enumerate(self._terms):
+            for txid, term in enumerate(terms, 1):
                 if term != previous:
-                    self._boundaries.append((term, index + 1))
+                    self._boundaries.append((term, txid))
+                    self._firsts.append(txid)
                     previous = term
 
     def records(self) -> Iterator[Record]:
@@ -125,11 +127,13 @@ class FrameLog:
 
     def last_term(self) -> int:
         with self._lock:
-            return self._terms[-1] if self._terms else 0
+            return self._boundaries[-1][0] if self._boundaries else 0
 
     def term_at(self, txid: int) -> int | None:
         with self._lock:
-            return self._terms[txid - 1] if 0 < txid <= len(self._terms) else None
+            if not 0 < txid <= len(self._ends):
+                return None
+            return self._boundaries[bisect.bisect_right(self._firsts, txid) - 1][0]
 
     def boundaries(self) -> list[tuple[int, int]]:
         with self._lock:
@@ -138,7 +142,15 @@ class FrameLog:
     def terms_from(self, txid: int) -> list[int]:
         """The terms of the records from `txid` on (to compare with a master's history)."""
         with self._lock:
-            return self._terms[max(0, txid - 1) :].tolist()
+            txid = max(1, txid)
+            terms: list[int] = []
+            if not self._boundaries:
+                return terms
+            starts = [*self._firsts[1:], len(self._ends) + 1]  # where each term's run stops
+            for (term, first), stop in zip(self._boundaries, starts, strict=True):
+                if stop > txid:
+                    terms += [term] * (stop - max(first, txid))
+            return terms
 
     def frames(self, first_txid: int, max_bytes: int) -> list[bytes]:
         """Frames from `first_txid` on, at least one, up to about `max_bytes` in all."""
@@ -173,9 +185,9 @@ class FrameLog:
                         with contextlib.suppress(OSError):
                             os.ftruncate(self._file.fileno(), end)
                 del self._ends[keep:]
-                del self._terms[keep:]
             while self._boundaries and self._boundaries[-1][1] > txid:
                 self._boundaries.pop()
+                self._firsts.pop()
             return dropped
 
     def close(self) -> None:

@@ -94,10 +94,19 @@ class LogStore:
         self._fd = fd
         self._lock_fd = lock_fd
         self._buffer = bytearray()
-        # Every record's txid, in order, and the file offset just after it: 8 bytes each a
-        # record (a list of ints would take 36), for a log of millions of records.
-        self._txids = txids
+        # The file offset just after each record: 8 bytes a record (a list of ints would
+        # take 36), for a log of millions of records. The txids are not kept one a record
+        # but as runs of consecutive ones, each as (its first txid, the index of its first
+        # record): the store asks only that txids rise, and every log the broker writes is
+        # one run (1, 2, 3, ...).
         self._ends = ends
+        self._runs: list[tuple[int, int]] = []
+        if txids and txids[-1] - txids[0] == len(txids) - 1:  # rising, so one run
+            self._runs.append((txids[0], 0))
+        else:
+            for index, txid in enumerate(txids):
+                if not index or txid != txids[index - 1] + 1:
+                    self._runs.append((txid, index))
         self._file_size = size
         self._last_txid = txids[-1] if txids else 0
         self.written_txid = self._last_txid
@@ -118,8 +127,8 @@ class LogStore:
         except BaseException:
             os.close(lock_fd)
             raise
-        txids, ends = array("q", recovery.txids), array("q", recovery.ends)  # the store's own
-        return cls(path, fd, lock_fd, txids, ends, recovery.size), recovery
+        ends = array("q", recovery.ends)  # the store's own
+        return cls(path, fd, lock_fd, recovery.txids, ends, recovery.size), recovery
 
     @property
     def next_txid(self) -> int:
@@ -143,9 +152,10 @@ class LogStore:
         """Add an already encoded record (as a replica receives it from its master)."""
         if txid <= self._last_txid:
             raise StoreError(f"txid {txid} does not follow {self._last_txid}")
+        if not self._runs or txid != self._last_txid + 1:
+            self._runs.append((txid, len(self._ends)))
         self._buffer += frame
         self._last_txid = txid
-        self._txids.append(txid)
         self._ends.append(self._file_size + len(self._buffer))
 
     def write_out(self) -> int:
@@ -182,8 +192,14 @@ class LogStore:
 
     def truncate_after(self, txid: int) -> int:
         """Discard every record after `txid` (all of them for 0); return how many went."""
-        keep = bisect.bisect_right(self._txids, txid)
-        dropped = len(self._txids) - keep
+        runs = self._runs
+        keep = 0  # how many records have a txid up to `txid`
+        at = bisect.bisect_right(runs, txid, key=_first_txid) - 1  # the run `txid` is in or after
+        if at >= 0:
+            first, index = runs[at]
+            run_end = runs[at + 1][1] if at + 1 < len(runs) else len(self._ends)
+            keep = min(run_end, index + txid - first + 1)
+        dropped = len(self._ends) - keep
         if dropped == 0:
             return 0
         end = self._ends[keep - 1] if keep else len(MAGIC)
@@ -197,9 +213,10 @@ class LogStore:
             self._file_size = end
         else:
             del self._buffer[end - self._file_size :]
-        del self._txids[keep:]
         del self._ends[keep:]
-        self._last_txid = self._txids[-1] if self._txids else 0
+        while runs and runs[-1][1] >= keep:
+            runs.pop()
+        self._last_txid = runs[-1][0] + keep - 1 - runs[-1][1] if runs else 0
         self.written_txid = min(self.written_txid, self._last_txid)
         self.durable_txid = min(self.durable_txid, self._last_txid)
         return dropped
@@ -211,6 +228,10 @@ class LogStore:
         finally:
             os.close(self._fd)
             os.close(self._lock_fd)
+
+
+def _first_txid(run: tuple[int, int]) -> int:
+    return run[0]
 
 
 def _lock(path: Path) -> int:

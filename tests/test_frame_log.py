@@ -8,6 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from broker_ref.frame_log import TAIL_BYTES, FrameLog
 from broker_ref.log_store import MAGIC, LogStore
@@ -93,3 +95,55 @@ def test_slices_and_truncation_keep_frame_boundaries(tail: int) -> None:
     assert log.boundaries() == [(1, 1), (2, 3)]
     assert list(log.records()) == records[:3]
     assert log.truncate_after(0) == 3 and log.last_txid == 0 and log.boundaries() == []
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    steps=st.lists(
+        st.one_of(
+            st.tuples(st.just("append"), st.integers(1, 6), st.integers(0, 2)),
+            st.tuples(st.just("truncate"), st.integers(-1, 12), st.just(0)),
+        ),
+        max_size=30,
+    )
+)
+def test_terms_as_runs_answer_as_one_term_a_record(steps: list[tuple[str, int, int]]) -> None:
+    """Runs of terms appended and cut anywhere (inside a term, at a boundary, past the end):
+    every txid's term, the terms from any txid, the last term and the boundaries are what a
+    plain list of one term a record says."""
+    log, terms = FrameLog(64), list[int]()  # a small tail: the file's truncation is exercised too
+    for kind, count, rise in steps:
+        if kind == "append":
+            term = (terms[-1] if terms else 1) + rise
+            for _ in range(count):
+                txid = len(terms) + 1
+                log.append(txid, term, encode_frame(Enqueue(txid, "q", txid, b"m", term)))
+                terms.append(term)
+        else:
+            assert log.truncate_after(count) == max(0, len(terms) - max(0, count))
+            del terms[max(0, count) :]
+        expected = [None, None, *terms, None, None]
+        assert [log.term_at(t) for t in range(-1, len(terms) + 3)] == expected
+        for txid in range(-1, len(terms) + 3):
+            assert log.terms_from(txid) == terms[max(0, txid - 1) :]
+        assert log.last_term() == (terms[-1] if terms else 0) and log.last_txid == len(terms)
+        runs = [(t, i + 1) for i, t in enumerate(terms) if not i or terms[i - 1] != t]
+        assert log.boundaries() == runs
+
+
+def test_a_restored_log_with_several_terms_cut_in_one_and_at_a_boundary(tmp_path: Path) -> None:
+    terms = [1, 1, 3, 3, 3, 4, 7, 7]
+    records = [Enqueue(t, "q", t, b"m", term) for t, term in enumerate(terms, 1)]
+    log = _restored(tmp_path, list(records), 1)
+    assert [log.term_at(t) for t in range(10)] == [None, *terms, None]
+    assert log.boundaries() == [(1, 1), (3, 3), (4, 6), (7, 7)]
+    assert log.terms_from(4) == [3, 3, 4, 7, 7] and log.last_term() == 7
+    assert log.truncate_after(7) == 1  # inside term 7: its boundary stays
+    assert log.boundaries() == [(1, 1), (3, 3), (4, 6), (7, 7)] and log.last_term() == 7
+    assert log.truncate_after(6) == 1  # the first record of term 7 goes, and its boundary
+    assert log.boundaries() == [(1, 1), (3, 3), (4, 6)] and log.last_term() == 4
+    assert log.term_at(7) is None and log.terms_from(5) == [3, 4]
+    log.append(7, 4, encode_frame(Enqueue(7, "q", 7, b"m", 4)))  # the same term goes on
+    assert log.boundaries() == [(1, 1), (3, 3), (4, 6)] and log.term_at(7) == 4
+    log.append(8, 9, encode_frame(Enqueue(8, "q", 8, b"m", 9)))
+    assert log.boundaries()[-1] == (9, 8) and log.terms_from(6) == [4, 4, 9]

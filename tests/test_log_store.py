@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from proton import Message
 
 from broker_ref.commit import GroupCommit
@@ -172,6 +174,66 @@ def test_group_commit_makes_a_batch_durable_with_one_fsync(
     assert store.durable_txid == 11 and not commit.pending
     assert commit.commit() == [] and len(syncs) == 1
     store.close()
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    steps=st.lists(
+        st.one_of(
+            st.tuples(st.just("append"), st.integers(1, 5), st.sampled_from([1, 1, 1, 2, 7])),
+            st.tuples(st.just("truncate"), st.integers(-1, 40), st.just(0)),
+            st.tuples(st.just("sync"), st.just(0), st.just(0)),
+        ),
+        max_size=25,
+    )
+)
+def test_truncation_keeps_exactly_the_records_up_to_the_txid(
+    steps: list[tuple[str, int, int]],
+) -> None:
+    """Txids in one run, as the broker writes them, or with gaps (the store asks only that
+    they rise), cut anywhere, buffered or written: the store keeps exactly the records up to
+    the txid, goes on after them, and reads them back."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        store, _ = LogStore.open(Path(tmp))
+        held: list[int] = []
+        for kind, count, step in steps:
+            if kind == "append":
+                for _ in range(count):
+                    store.append(Declare(store.last_txid + step, "q"))
+                    held.append(store.last_txid)
+            elif kind == "truncate":
+                kept = [txid for txid in held if txid <= count]
+                assert store.truncate_after(count) == len(held) - len(kept)
+                held = kept
+            else:
+                store.sync()
+            assert store.last_txid == (held[-1] if held else 0)
+        store.close()
+        store, recovery = LogStore.open(Path(tmp))
+        assert [r.txid for r in recovery.records] == held
+        half = len(held) // 2  # a cut in the log as read back
+        assert store.truncate_after(held[half - 1] if half else 0) == len(held) - half
+        assert store.last_txid == (held[half - 1] if half else 0)
+        store.close()
+
+
+def test_a_reopened_log_is_cut_and_continued_where_its_records_end(tmp_path: Path) -> None:
+    store, _ = LogStore.open(tmp_path)
+    for record in _records():
+        store.append(record)
+    store.close()
+    store, _ = LogStore.open(tmp_path)
+    assert store.truncate_after(9) == 0 and store.truncate_after(4) == 2
+    assert store.next_txid == 5 and store.durable_txid == 4
+    store.append(Enqueue(5, "q", 3, b"three"))
+    store.close()
+    store, recovery = LogStore.open(tmp_path)
+    assert list(recovery.records) == [*_records()[:4], Enqueue(5, "q", 3, b"three")]
+    assert store.truncate_after(0) == 5 and store.next_txid == 1
+    store.close()
+    assert (tmp_path / LOG_FILE_NAME).read_bytes() == MAGIC
 
 
 # ---- unit tests: queues -----------------------------------------------------------------------
