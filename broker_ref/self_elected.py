@@ -98,9 +98,9 @@ class SelfElected:
             follower.ask_sync(core.master)
         if self._first_election and core.term == 0 and self.elections.has_lease():
             # A new group (no term yet) elects its first master as soon as a majority has
-            # met, staggered by rank as after a master's loss, not a whole timeout later.
+            # met, in rank order, not a whole timeout later.
             self._first_election = False
-            self.elections.due = min(self.elections.due, self.elections.next_time(now, soon=True))
+            self.elections.due = min(self.elections.due, self.elections.first_time(now))
         if now >= self.elections.due:
             self.elections.due = self.elections.next_time(now)
             self.elections.maybe_stand(now)
