@@ -220,10 +220,7 @@ def test_truncation_keeps_exactly_the_records_up_to_the_txid(
 
 
 def test_a_reopened_log_is_cut_and_continued_where_its_records_end(tmp_path: Path) -> None:
-    store, _ = LogStore.open(tmp_path)
-    for record in _records():
-        store.append(record)
-    store.close()
+    _write_log(tmp_path)
     store, _ = LogStore.open(tmp_path)
     assert store.truncate_after(9) == 0 and store.truncate_after(4) == 2
     assert store.next_txid == 5 and store.durable_txid == 4
