@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 import tempfile
@@ -26,10 +27,15 @@ appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
 
 
 def _log_config_file() -> Path:
-    """Spark's log4j2 configuration (errors only), written once per process."""
-    path = Path(tempfile.gettempdir()) / f"lab-report-log4j2-{os.getpid()}.properties"
+    """Spark's log4j2 configuration (errors only): one file named by its content, shared by
+    every report process (one per process piled up in the temporary directory), written
+    to a temporary name and renamed so a JVM never reads half of it."""
+    digest = hashlib.sha256(_LOG_CONFIG.encode()).hexdigest()[:12]
+    path = Path(tempfile.gettempdir()) / f"lab-report-log4j2-{digest}.properties"
     if not path.is_file():
-        path.write_text(_LOG_CONFIG, encoding="utf-8")
+        partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        partial.write_text(_LOG_CONFIG, encoding="utf-8")
+        os.replace(partial, path)
     return path
 
 
