@@ -19,7 +19,12 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
 
 from spark_reports.history_copies import Sources
-from spark_reports.latency import copies_histogram, latency_histogram, message_latencies
+from spark_reports.latency import (
+    ROLLUP_KEYS,
+    copies_histogram,
+    latency_histogram,
+    message_latencies,
+)
 from spark_reports.manifest import Commits, committed_rows
 from spark_reports.run_folders import RunRecord
 from spark_reports.schemas import EVENTS, HISTORY, RUNS
@@ -33,6 +38,7 @@ __all__ = [
     "read_events_jsonl",
     "read_histories",
     "read_history_jsonl",
+    "rollup_groups",
     "runs_frame",
     "sources_histogram",
     "store_history",
@@ -102,11 +108,18 @@ def read_histories(spark: SparkSession, sources: Sources) -> DataFrame:
 
 
 def sources_histogram(
-    spark: SparkSession, sources: Sources, *, complete_only: bool = False
+    spark: SparkSession,
+    sources: Sources,
+    *,
+    complete_only: bool = False,
+    rollup: Sequence[RunRecord] | None = None,
 ) -> DataFrame:
     """Each run's latency histogram (`latency.latency_histogram`): from its Parquet copy in
-    the tasks, or from its JSONL in Spark (with `complete_only`, complete rows only)."""
-    histogram = copies_histogram(spark, sources.history_parquet)
+    the tasks, or from its JSONL in Spark (with `complete_only`, complete rows only). Given
+    the runs' records as `rollup`, the copies' histograms are summed in the tasks over runs
+    alike (`rollup_groups`), as `latency.rolled_up` sums them: far fewer rows."""
+    groups = None if rollup is None else rollup_groups(rollup, sources.history_parquet)
+    histogram = copies_histogram(spark, sources.history_parquet, groups)
     if not sources.history_jsonl:
         return histogram
     jsonl = read_history_jsonl(spark, sources.history_jsonl)
@@ -114,6 +127,21 @@ def sources_histogram(
         jsonl = jsonl.where(complete_rows())
     jsonl = jsonl.select(*LATENCY_COLUMNS)
     return histogram.unionByName(latency_histogram(message_latencies(jsonl)))
+
+
+def rollup_groups(
+    records: Sequence[RunRecord], paths: Sequence[str]
+) -> list[tuple[str, list[str]]]:
+    """The history.parquet `paths` of `records` grouped by every `latency.ROLLUP_KEYS` value
+    of their runs, each group under its smallest run id (a run of the group, so its labels
+    are the group's)."""
+    by_folder = {str(Path(record.folder)): record for record in records}
+    groups: dict[tuple[object, ...], list[tuple[str, str]]] = {}
+    for path in paths:
+        record = by_folder[str(Path(path).parent)]
+        key = tuple(getattr(record, column) for column in ROLLUP_KEYS)
+        groups.setdefault(key, []).append((record.run_id, path))
+    return [(min(members)[0], [path for _, path in sorted(members)]) for members in groups.values()]
 
 
 def read_events(spark: SparkSession, sources: Sources) -> DataFrame:

@@ -62,9 +62,9 @@ class ReportOptions:
 
 @dataclass(frozen=True)
 class Inputs:
-    """Labelled runs (store and folders) and their latency histograms: per run, or for a
-    store's whole batches summed over runs alike under one of them (`latency.rolled_up`),
-    which is the same for every report group."""
+    """Labelled runs (store and folders) and their latency histograms, summed over runs alike
+    under one of them (`latency.rolled_up`: the same for every report group): the folders'
+    in the tasks, the store's whole batches as compacted (its other runs' per run)."""
 
     runs: DataFrame
     histogram: DataFrame
@@ -94,6 +94,8 @@ def extract_inputs(
             stored = stored.where(~F.col("run_id").isin(changed))
         counted = commits(store, exclude=changed)
         stored_count = len(entries) - len(changed)
+    elif store is None:
+        stored_count = 0
     else:
         stored_ids = {row["run_id"] for row in stored.select("run_id").collect()}
         records = [r for r in records if r.run_id not in stored_ids]
@@ -105,7 +107,7 @@ def extract_inputs(
     )
     runs = stored.drop("batch").unionByName(runs_frame(spark, records))
     sources = columnar_sources([r.folder for r in records if r.problem is None], say)
-    histogram = sources_histogram(spark, sources)
+    histogram = sources_histogram(spark, sources, rollup=records)
     if stored_count:
         compacted = _stored_histogram(spark, store, stored, counted)
         histogram = compacted.unionByName(histogram) if sources.folders else compacted

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from spark_reports.latency_files import HISTOGRAM_ARRAYS, file_histograms
+from spark_reports.latency_files import HISTOGRAM_ARRAYS, group_histograms
 
 __all__ = [
     "PERCENTILES",
@@ -128,17 +128,30 @@ def latency_histogram(latencies: DataFrame) -> DataFrame:
     )
 
 
-def copies_histogram(spark: SparkSession, paths: Sequence[str]) -> DataFrame:
+def copies_histogram(
+    spark: SparkSession,
+    paths: Sequence[str],
+    groups: Sequence[tuple[str, Sequence[str]]] | None = None,
+) -> DataFrame:
     """`latency_histogram(message_latencies(…))` of the runs whose history.parquet files are
-    `paths`, computed file by file inside the tasks (`latency_files`): no shuffle."""
-    if not paths:
+    `paths`, computed file by file inside the tasks (`latency_files`): no shuffle. Given
+    `groups` (run id, files) instead, each group's files are summed under its run id there
+    (as `rolled_up` sums them)."""
+    context = spark.sparkContext
+    if groups is None:
+        groups = [(_run_id_of_path(path), [path]) for path in paths]
+    if not groups:
         empty = spark.createDataFrame([], HISTOGRAM_ARRAYS)
         return empty.select("run_id", "metric", F.inline(F.arrays_zip("latency_ms", "count")))
-    context = spark.sparkContext
-    slices = max(1, min(len(paths), 4 * context.defaultParallelism))
-    rows = context.parallelize(list(paths), slices).mapPartitions(file_histograms)
+    slices = max(1, min(len(groups), 4 * context.defaultParallelism))
+    rows = context.parallelize(list(groups), slices).mapPartitions(group_histograms)
     arrays = spark.createDataFrame(rows, HISTOGRAM_ARRAYS, verifySchema=False)
     return arrays.select("run_id", "metric", F.inline(F.arrays_zip("latency_ms", "count")))
+
+
+def _run_id_of_path(path: str) -> str:
+    """`<scenario>/<folder>` of `…/<scenario>/<folder>/history.parquet`."""
+    return "/".join(path.rstrip("/").split("/")[-3:-1])
 
 
 def rolled_up(histogram: DataFrame, runs: DataFrame) -> DataFrame:
@@ -155,8 +168,12 @@ def rolled_up(histogram: DataFrame, runs: DataFrame) -> DataFrame:
     )
 
 
-def histogram_percentiles(histogram: DataFrame, keys: Sequence[str]) -> DataFrame:
-    """Per `keys`: `ack_p50_ms` … `receive_p99_ms` from histogram rows that carry the keys."""
+def histogram_percentiles(
+    histogram: DataFrame, keys: Sequence[str], *, counted: Sequence[str] = ()
+) -> DataFrame:
+    """Per `keys`: `ack_p50_ms` … `receive_p99_ms` from histogram rows that carry the keys,
+    and for each metric in `counted` its total count as a column of that name (0 if none):
+    one pass over the histogram for both."""
     counts = histogram.groupBy(*keys, "metric", "latency_ms").agg(F.sum("count").alias("count"))
     group = Window.partitionBy(*keys, "metric")
     running = group.orderBy("latency_ms").rowsBetween(Window.unboundedPreceding, Window.currentRow)
@@ -169,14 +186,16 @@ def histogram_percentiles(histogram: DataFrame, keys: Sequence[str]) -> DataFram
                 f"p{p}"
             )
             for p in PERCENTILES
-        ]
+        ],
+        F.max("total").alias("total"),
     )
     wide = (
         per_metric.groupBy(*keys)
-        .pivot("metric", list(METRICS))
-        .agg(*[F.first(f"p{p}").alias(f"p{p}") for p in PERCENTILES])
+        .pivot("metric", [*METRICS, *counted])
+        .agg(*[F.first(f"p{p}").alias(f"p{p}") for p in PERCENTILES], F.first("total").alias("n"))
     )
     return wide.select(
         *keys,
         *[F.col(f"{m}_p{p}").alias(f"{m}_p{p}_ms") for m in METRICS for p in PERCENTILES],
+        *[F.coalesce(F.col(f"{m}_n"), F.lit(0)).alias(m) for m in counted],
     )

@@ -19,14 +19,20 @@ pyarrow (and the run folders on a path every executor sees).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-__all__ = ["HISTOGRAM_ARRAYS", "file_histograms", "run_histograms", "significant"]
+__all__ = [
+    "HISTOGRAM_ARRAYS",
+    "group_histograms",
+    "run_histograms",
+    "significant",
+    "summed_histograms",
+]
 
 HISTOGRAM_ARRAYS = "run_id string, metric string, latency_ms array<double>, count array<bigint>"
 _COLUMNS = ["time", "process", "type", "f", "value"]
@@ -35,20 +41,31 @@ _NS_PER_MS = 1_000_000.0
 Histogram = tuple[str, str, list[float], list[int]]
 
 
-def file_histograms(paths: Iterable[str]) -> Iterator[Histogram]:
-    """`run_histograms` of every history.parquet in `paths` (a task's share)."""
-    for path in paths:
-        yield from run_histograms(path)
+def group_histograms(groups: Iterable[tuple[str, Sequence[str]]]) -> Iterator[Histogram]:
+    """`summed_histograms` of every (run_id, history.parquet files) in `groups`."""
+    for run_id, paths in groups:
+        yield from summed_histograms(run_id, paths)
 
 
 def run_histograms(path: str) -> list[Histogram]:
     """(run_id, metric, latencies, counts) of one history.parquet, metric by metric."""
-    run_id = "/".join(path.rstrip("/").split("/")[-3:-1])
-    ack_ms, receive_ms, unmatched = _latencies(pq.read_table(path, columns=_COLUMNS))
+    return summed_histograms("/".join(path.rstrip("/").split("/")[-3:-1]), [path])
+
+
+def summed_histograms(run_id: str, paths: Sequence[str]) -> list[Histogram]:
+    """The histograms of several runs' history.parquet files summed, under `run_id`."""
+    rounded: dict[str, list[np.ndarray]] = {"ack": [], "receive": []}
+    unmatched = 0
+    for path in paths:
+        ack_ms, receive_ms, unmatched_here = _latencies(pq.read_table(path, columns=_COLUMNS))
+        rounded["ack"].append(significant(ack_ms))
+        rounded["receive"].append(significant(receive_ms))
+        unmatched += unmatched_here
     found: list[Histogram] = []
-    for metric, values in (("ack", ack_ms), ("receive", receive_ms)):
+    for metric, parts in rounded.items():
+        values = np.concatenate(parts)
         if values.size:
-            latencies, counts = np.unique(significant(values), return_counts=True)
+            latencies, counts = np.unique(values, return_counts=True)
             found.append((run_id, metric, latencies.tolist(), counts.tolist()))
     if unmatched:
         found.append((run_id, "ack_unmatched", [0.0], [unmatched]))

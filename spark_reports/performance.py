@@ -62,24 +62,15 @@ def performance_table(runs: DataFrame, histogram: DataFrame) -> DataFrame:
     # One pass over the histograms: the sums per group and latency feed both the
     # percentiles and the count of unmatched acknowledgements.
     counts = labelled_histogram(histogram, runs, PERF_GROUP)
-    latency = histogram_percentiles(counts, PERF_GROUP)
-    unmatched = (
-        counts.where(F.col("metric") == "ack_unmatched")
-        .groupBy(*PERF_GROUP)
-        .agg(F.sum("count").alias("ack_unmatched"))
-    )
-    return (
-        throughput.join(latency, list(PERF_GROUP), "left")
-        .join(unmatched, list(PERF_GROUP), "left")
-        .select(
-            *PERF_GROUP,
-            F.concat_ws("/", "producers", "consumers").alias("clients"),
-            "runs",
-            "throughput_msgs_s",
-            "throughput_kib_s",
-            *[c for c in latency.columns if c.endswith("_ms")],
-            F.coalesce("ack_unmatched", F.lit(0)).alias("ack_unmatched"),
-        )
+    latency = histogram_percentiles(counts, PERF_GROUP, counted=("ack_unmatched",))
+    return throughput.join(latency, list(PERF_GROUP), "left").select(
+        *PERF_GROUP,
+        F.concat_ws("/", "producers", "consumers").alias("clients"),
+        "runs",
+        "throughput_msgs_s",
+        "throughput_kib_s",
+        *[c for c in latency.columns if c.endswith("_ms")],
+        F.coalesce("ack_unmatched", F.lit(0)).alias("ack_unmatched"),
     )
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from spark_reports.class_archive import java_options, recorded
 from spark_reports.defaults import DEFAULT_MASTER
 
 __all__ = ["DEFAULT_MASTER", "spark_session"]
@@ -46,8 +47,16 @@ def _on_this_machine(master: str) -> bool:
     )
 
 
-def spark_session(master: str = DEFAULT_MASTER, *, app_name: str = "lab-report") -> SparkSession:
+def spark_session(
+    master: str = DEFAULT_MASTER,
+    *,
+    app_name: str = "lab-report",
+    record_classes: Path | None = None,
+) -> SparkSession:
     """Get (or reuse) the session for `master`: log level ERROR, no UI, loopback only.
+
+    The driver's JVM maps the class archive (`class_archive`) when there is one, or, given
+    `record_classes`, records the classes it loads into that file when it exits.
 
     On this machine the driver binds to 127.0.0.1 (the JVM reads SPARK_LOCAL_IP when it
     starts, so it is set before the first session of the process) and shuffles into few
@@ -56,17 +65,19 @@ def spark_session(master: str = DEFAULT_MASTER, *, app_name: str = "lab-report")
     # Python tasks (the per-run latency histograms) run this interpreter, which has the lab's
     # packages: on a cluster, the same path on every executor.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    java_options = f"-Dlog4j2.configurationFile={_log_config_file().as_uri()}"
+    classes = recorded(record_classes) if record_classes is not None else java_options()
+    driver_options = f"-Dlog4j2.configurationFile={_log_config_file().as_uri()} {classes}"
     if _on_this_machine(master):
         # A report is many short jobs: C2's compilations cost more CPU than they save
-        # (about a third of the CPU on two cores), so the JVM compiles with C1 only.
-        java_options += " -XX:TieredStopAtLevel=1"
+        # (about a third of the CPU on two cores), so the JVM compiles with C1 only; and
+        # the throughput collector's pauses cost less than G1's concurrent threads there.
+        driver_options += " -XX:TieredStopAtLevel=1 -XX:+UseParallelGC"
     builder = (
         SparkSession.builder.master(master)
         .appName(app_name)
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.extraJavaOptions", java_options)
+        .config("spark.driver.extraJavaOptions", driver_options.strip())
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.adaptive.enabled", "true")
         .config("spark.driver.memory", "4g")

@@ -72,6 +72,31 @@ def test_file_histograms_are_sparks_histograms(spark: SparkSession, tmp_path: Pa
 
 
 @pytest.mark.spark
+def test_grouped_files_are_the_rolled_up_histograms(spark: SparkSession, tmp_path: Path) -> None:
+    """Files summed in the tasks under a group's run id are Spark's histograms of the same
+    runs summed per group (`rolled_up`'s sums)."""
+    folders = [tmp_path / "scenario" / f"20260105T00000{n}Z-{n}" for n in range(3)]
+    for number, folder in enumerate(folders):
+        _history(folder, random.Random(number))
+    paths = [str(folder / "history.parquet") for folder in folders]
+    ids = ["/".join(path.split("/")[-3:-1]) for path in paths]
+    groups = [(ids[0], paths[:2]), (ids[2], paths[2:])]
+    per_run = copies_histogram(spark, paths)
+    to_group = spark.createDataFrame(
+        [(ids[0], ids[0]), (ids[1], ids[0]), (ids[2], ids[2])], "run_id string, group string"
+    )
+    expected = (
+        per_run.join(to_group, "run_id")
+        .groupBy("group", "metric", "latency_ms")
+        .agg(F.sum("count").alias("count"))
+        .withColumnRenamed("group", "run_id")
+    )
+    actual = copies_histogram(spark, [], groups)
+    assertDataFrameEqual(actual, expected.select("run_id", "metric", "latency_ms", "count"))
+    assert actual.count() < per_run.count()
+
+
+@pytest.mark.spark
 def test_rounding_is_sparks_rounding(spark: SparkSession) -> None:
     rng = np.random.default_rng(7)
     nanos = np.concatenate(

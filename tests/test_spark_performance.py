@@ -115,6 +115,11 @@ def test_histogram_percentiles(spark: SparkSession) -> None:
         "receive_p50_ms double, receive_p95_ms double, receive_p99_ms double",
     )
     assertDataFrameEqual(histogram_percentiles(histogram, ["key"]), expected)
+    rows += [("g", "ack_unmatched", 0.0, 3), ("g", "ack_unmatched", 0.0, 4)]
+    histogram = spark.createDataFrame(rows, histogram.schema)
+    counted = histogram_percentiles(histogram, ["key"], counted=["ack_unmatched"])
+    assert {r["key"]: r["ack_unmatched"] for r in counted.collect()} == {"g": 7, "h": 0}
+    assertDataFrameEqual(counted.drop("ack_unmatched"), expected)
 
 
 def _performance_inputs(spark: SparkSession) -> tuple[DataFrame, DataFrame]:

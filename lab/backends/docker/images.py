@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import importlib.metadata
-import os
 import shutil
 import subprocess
 import sys
@@ -42,7 +41,7 @@ from lab.backends.docker.engine import Say, ensure_engine
 from lab.backends.toxiproxy import find_server_binary
 from lab.ground.errors import SetupError
 from lab.ground.locks import host_lock
-from lab.ground.paths import LAB_ROOT
+from lab.ground.paths import LAB_ROOT, user_cache
 
 __all__ = [
     "BASE_PACKAGES",
@@ -242,7 +241,7 @@ def _digest(inputs: Iterable[tuple[str, bytes]]) -> str:
 def _proton_wheel() -> Path:
     """The python-qpid-proton wheel of the version the lab runs, built once into a cache."""
     version = importlib.metadata.version("python-qpid-proton")
-    cache = _cache_dir() / "wheels"
+    cache = user_cache() / "wheels"
     found = sorted(cache.glob(f"python_qpid_proton-{version}-*.whl"))
     if found:
         return found[0]
@@ -268,11 +267,6 @@ def _proton_wheel() -> Path:
     if done.returncode != 0 or not found:
         raise SetupError(f"could not build the python-qpid-proton {version} wheel: {done.stderr}")
     return found[0]
-
-
-def _cache_dir() -> Path:
-    root = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(root) / "lab"
 
 
 # -- building ----------------------------------------------------------------------------------
