@@ -1,11 +1,17 @@
 """durability: the seeds' performance table (P1) for broker_ref.
 
-Acknowledged messages per second for 1/1, 2/2, 4/4 and 8/8 producers/consumers
-(unlimited rate, 100-byte messages, through Toxiproxy) on a single node and on a
-group of two under the seeds' durability triplets, with and without coalescing-sync;
-each as a percentage of the single node with the same clients. The last line is the
-headline: the default HA settings (NO_SYNC,NO_SYNC,SIMPLE_MAJORITY, coalescing-sync)
-as a percentage of the single node, averaged over the client counts.
+Acknowledged messages per second for 1/1 … 64/64 producers/consumers, as the seeds' table
+has them (unlimited rate, 100-byte durable messages, one in flight per producer, through
+Toxiproxy), on a single node and on a group of two under the seeds' durability triplets,
+with and without coalescing-sync; each as a percentage of the single node with the same
+clients. Each cell is measured TRIALS times (a fresh load process and queue each time) and
+printed with its spread. The load is one process (`clients.bench_load`: every client a
+connection of one event loop, counted, not recorded), so the broker, not the clients, is
+what the figures measure where it can be; a second table says which side was saturated
+in each cell (CPU of the busiest node and of the load, `p1_table.saturated`). Then the
+seeds' ranges, checked per client count. The last line is the headline: the default HA
+settings (NO_SYNC,NO_SYNC,SIMPLE_MAJORITY, coalescing-sync) as a percentage of the single
+node, averaged over the client counts, and how many cells fall within the seeds' ranges.
 
 In active-passive mode (`--mode active-passive`) the table's layout holds a primary alone,
 then a primary with one and with two backups (ha-replicate all: the primary acknowledges
@@ -20,14 +26,21 @@ from pathlib import Path
 
 from lab.backends.catalog import make_cluster
 from lab.bench._base import Benchmark, Say
-from lab.bench.load import acknowledged_per_second
+from lab.bench.load import measure_cell
+from lab.bench.p1_table import Trials, range_lines, saturation_lines, share_lines
 from lab.ground.cluster_settings import ACTIVE_PASSIVE, ActivePassiveSettings
-from lab.ground.spec import Durability, GroupSettings, Topology, Workload
+from lab.ground.spec import Durability, GroupSettings, Topology
 from lab.targets.catalog import make_target
 
 __all__ = ["BENCHMARK", "CONFIGURATIONS", "Configuration"]
 
-CLIENTS = (1, 2, 4, 8)
+CLIENTS = (1, 2, 4, 8, 16, 32, 64)
+TRIALS = 3
+# One message in flight per producer: each client commits before its next send, so the
+# concurrency is the client count, the shape of the seeds' table (coalescing-sync batches
+# the syncs of concurrent commits). A deep window would make every cell one of many
+# commits in flight, and SYNC,SYNC,ALL's acknowledgements arrive seconds late.
+WINDOW = 1
 WARMUP_S = 1.0
 MEASURE_S = 3.0
 TARGET_PERCENT = 50.0
@@ -86,18 +99,13 @@ COMPARED = (
 )
 
 
-def _measure(urls: list[str], nodes: tuple[str, ...], clients: int, work_dir: Path) -> float:
-    workload = Workload(
-        producers=clients, consumers=clients, rate=0.0, size=100, window=100, queue=f"q{clients}"
-    )
-    return acknowledged_per_second(
-        workload, urls, nodes, work_dir, warmup_s=WARMUP_S, measure_s=MEASURE_S
-    )
+Rows = dict[str, dict[int, Trials]]
 
 
 def _row(
     config: Configuration, root: Path, say: Say, target: str = "broker_ref"
-) -> dict[int, float]:
+) -> dict[int, Trials]:
+    """Every client count's trials on one cluster of `config` (a fresh queue each trial)."""
     work_dir = root / target / config.label.replace(",", "-").replace(" ", "_")
     work_dir.mkdir(parents=True)
     cluster = make_cluster(
@@ -108,78 +116,89 @@ def _row(
         work_dir,
         group=config.group,
     )
-    rates: dict[int, float] = {}
+    row: dict[int, Trials] = {}
     try:
         cluster.start()
         for clients in CLIENTS:
-            rates[clients] = _measure(cluster.client_urls(), cluster.node_names, clients, work_dir)
-            say(f"  {target} {config.label}: {clients}/{clients} -> {rates[clients]:,.0f} msg/s")
+            cells = tuple(
+                measure_cell(
+                    cluster.client_urls(),
+                    cluster.pids(),
+                    clients,
+                    f"q{clients}-t{trial}",
+                    work_dir,
+                    warmup_s=WARMUP_S,
+                    measure_s=MEASURE_S,
+                    window=WINDOW,
+                )
+                for trial in range(1, TRIALS + 1)
+            )
+            row[clients] = Trials(cells)
+            rates = ", ".join(f"{cell.rate:,.0f}" for cell in cells)
+            say(f"  {target} {config.label}: {clients}/{clients} -> {rates} msg/s")
     finally:
         cluster.stop()
-    return rates
+    return row
 
 
-def table(rows: dict[str, dict[int, float]], baseline: dict[int, float]) -> list[str]:
-    """The table as lines: msg/s of the single node, then each configuration in % of it."""
-    width = max(len(label) for label in rows)
-    head = f"{'clients':<{width}}  " + "  ".join(f"{f'{c}/{c}':>9}" for c in CLIENTS)
-    lines = [head]
-    for label, rates in rows.items():
-        if rates is baseline:
-            cells = [f"{rates[c]:>7,.0f}/s" for c in CLIENTS]
-        else:
-            cells = [f"{100 * rates[c] / baseline[c]:>8.1f}%" for c in CLIENTS]
-        lines.append(f"{label:<{width}}  " + "  ".join(cells))
-    return lines
+def _print(rows: Rows, baseline: str, say: Say, indent: str = "") -> None:
+    for line in share_lines(rows, baseline, CLIENTS) + saturation_lines(rows, CLIENTS):
+        say(f"{indent}{line}")
+
+
+def _share(row: dict[int, Trials], baseline: dict[int, Trials]) -> float:
+    return sum(row[c].share(baseline[c])[0] for c in CLIENTS) / len(CLIENTS)
+
+
+def _clients_text() -> str:
+    return f"{CLIENTS[0]}/{CLIENTS[0]} … {CLIENTS[-1]}/{CLIENTS[-1]} clients, {TRIALS} trials each"
 
 
 def run(say: Say) -> str:
-    rows: dict[str, dict[int, float]] = {}
+    rows: Rows = {}
     with tempfile.TemporaryDirectory(prefix="lab-bench-durability-") as tmp:
         for config in CONFIGURATIONS:
             say(f"{config.label} ({config.nodes} node{'s' if config.nodes > 1 else ''})")
             rows[config.label] = _row(config, Path(tmp), say)
-    baseline = rows[CONFIGURATIONS[0].label]
-    for line in table(rows, baseline):
+    baseline = CONFIGURATIONS[0].label
+    _print(rows, baseline, say)
+    ranges, tally = range_lines(rows, baseline, CLIENTS)
+    for line in ranges:
         say(line)
-    headline = rows[HEADLINE.label]
-    share = sum(100 * headline[c] / baseline[c] for c in CLIENTS) / len(CLIENTS)
+    share = _share(rows[HEADLINE.label], rows[baseline])
+    within = "; ".join(f"{label} {k}/{n}" for label, (k, n) in tally.items())
     return (
         f"durability: default HA settings ({HEADLINE.durability.triplet}, coalescing-sync, "
-        f"2 nodes) = {share:.0f}% of a single node's throughput (mean over "
-        f"{', '.join(f'{c}/{c}' for c in CLIENTS)} clients; target >= {TARGET_PERCENT:.0f}%)"
+        f"2 nodes) = {share:.0f}% of a single node's throughput (mean over {_clients_text()}; "
+        f"target >= {TARGET_PERCENT:.0f}%); within the seeds' ranges: {within}"
     )
-
-
-def _share(rates: dict[int, float], baseline: dict[int, float]) -> float:
-    return sum(100 * rates[c] / baseline[c] for c in CLIENTS) / len(CLIENTS)
 
 
 def run_against(say: Say, target: str) -> str:
     """The configurations every target offers, for broker_ref and `target` in one run."""
-    tables: dict[str, dict[str, dict[int, float]]] = {}
+    tables: dict[str, Rows] = {}
     with tempfile.TemporaryDirectory(prefix="lab-bench-durability-") as tmp:
         for name in ("broker_ref", target):
-            rows: dict[str, dict[int, float]] = {}
+            rows: Rows = {}
             for config in COMPARED:
                 say(f"{name}: {config.label} ({config.nodes} node(s))")
                 rows[config.label] = _row(config, Path(tmp), say, name)
             tables[name] = rows
+    baseline = COMPARED[0].label
     for name, rows in tables.items():
         say(f"{name} (single node in msg/s, groups of two in % of it):")
-        for line in table(rows, rows[COMPARED[0].label]):
-            say(f"  {line}")
-    shares = {
-        name: _share(rows[HEADLINE.label], rows[COMPARED[0].label]) for name, rows in tables.items()
+        _print(rows, baseline, say, "  ")
+    shares = {name: _share(rows[HEADLINE.label], rows[baseline]) for name, rows in tables.items()}
+    mean_single = {
+        name: sum(t.rate for t in rows[baseline].values()) / len(CLIENTS)
+        for name, rows in tables.items()
     }
-    single = {name: rows[COMPARED[0].label] for name, rows in tables.items()}
-    mean_single = {name: sum(r.values()) / len(r) for name, r in single.items()}
     return (
         f"durability: default HA settings ({HEADLINE.durability.triplet}, coalescing-sync, "
         f"2 nodes) = {shares[target]:.0f}% of a single node for {target} vs "
         f"{shares['broker_ref']:.0f}% for broker_ref; single node {mean_single[target]:,.0f} "
-        f"vs {mean_single['broker_ref']:,.0f} msg/s (means over "
-        f"{', '.join(f'{c}/{c}' for c in CLIENTS)} clients, local processes)"
+        f"vs {mean_single['broker_ref']:,.0f} msg/s (means over {_clients_text()}, "
+        "local processes)"
     )
 
 
@@ -187,20 +206,19 @@ def run_mode(say: Say, mode: str) -> str:
     """The table for an active-passive cluster: 1, 2 and 3 brokers, in % of the first."""
     if mode != ACTIVE_PASSIVE:
         return run(say)
-    rows: dict[str, dict[int, float]] = {}
+    rows: Rows = {}
     with tempfile.TemporaryDirectory(prefix="lab-bench-durability-") as tmp:
         for config in ACTIVE_PASSIVE_CONFIGURATIONS:
             say(f"active-passive: {config.label} ({config.nodes} broker(s))")
             rows[config.label] = _row(config, Path(tmp), say)
-    baseline = rows[ACTIVE_PASSIVE_CONFIGURATIONS[0].label]
-    for line in table(rows, baseline):
-        say(line)
-    one, two = (_share(rows[c.label], baseline) for c in ACTIVE_PASSIVE_CONFIGURATIONS[1:])
-    mean = sum(baseline.values()) / len(baseline)
+    baseline = ACTIVE_PASSIVE_CONFIGURATIONS[0].label
+    _print(rows, baseline, say)
+    one, two = (_share(rows[c.label], rows[baseline]) for c in ACTIVE_PASSIVE_CONFIGURATIONS[1:])
+    mean = sum(t.rate for t in rows[baseline].values()) / len(CLIENTS)
     return (
         f"durability: active-passive primary + 1 backup = {one:.0f}%, + 2 backups = "
-        f"{two:.0f}% of the primary alone ({mean:,.0f} msg/s; means over "
-        f"{', '.join(f'{c}/{c}' for c in CLIENTS)} clients, ha-replicate all, local processes)"
+        f"{two:.0f}% of the primary alone ({mean:,.0f} msg/s; means over {_clients_text()}, "
+        "ha-replicate all, local processes)"
     )
 
 
