@@ -45,7 +45,8 @@ if ! command -v toxiproxy-server >/dev/null && [ ! -x "$venv/bin/toxiproxy-serve
 fi
 
 # The report JVM's class archive (each report's Spark starts 2-3 s sooner): made once per
-# machine and JVM, in ~/.cache/lab/spark-classes/ (about a minute); a second run only checks.
+# environment and JVM, in .venv/share/lab-spark-classes/ (about a minute); a second run
+# only checks.
 "$venv/bin/python" -m lab.bench.report_classes
 
 say "ready: .venv/bin/lab"

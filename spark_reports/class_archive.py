@@ -1,29 +1,29 @@
-"""The report JVM's class archive: the classes a report session loads, saved once per machine
-so that later sessions map them instead of loading, verifying and linking them again (the
-JVM's class data sharing). On two cores it takes 2–3 s off every report.
+"""The report JVM's class archive: the classes a report session loads, saved once per
+environment so that later sessions map them instead of loading, verifying and linking them
+again (the JVM's class data sharing). On two cores it takes 2–3 s off every report.
 
     python -m lab.bench.report_classes    make it if missing (scripts/bootstrap.sh does)
 
-The archive is `user_cache()/spark-classes/<key>.jsa`, the key naming the JVM and the pyspark
-release it was made with. It is made by a training session that runs a small report job
-(compaction and the report over a few synthesized runs) with the JVM recording the classes it
-loads, dumped when that JVM exits. A torn archive would crash the JVM that maps it, so it is
-recorded under a temporary name and renamed only after the JVM exited cleanly. A session
-uses the archive when it exists; the JVM itself refuses one made by another JVM or with other
-jars (and then loads its classes as before, silently).
+The archive lives in the virtual environment whose pyspark jars it was recorded from,
+`<venv>/share/lab-spark-classes/<key>.jsa` (gone with the environment), the key naming the
+JVM and those jars (path, size, time of each): the JVM maps an archive only with the very
+jars it was recorded with, and silently ignores it otherwise. It is made by a training
+session that runs a small report job (compaction and the report over a few synthesized runs)
+with the JVM recording the classes it loads, dumped when that JVM exits. A torn archive
+would crash the JVM that maps it, so it is recorded under a temporary name and renamed only
+after the JVM exited cleanly; archives under another key are removed then.
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata
+import importlib.util
 import os
 import shutil
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-
-from lab.ground.paths import user_cache
 
 __all__ = ["Train", "archive_path", "ensure_archive", "java_options", "publish", "recorded"]
 
@@ -39,15 +39,32 @@ def _java() -> Path | None:
     return Path(found).resolve() if found and Path(found).exists() else None
 
 
+def archive_folder() -> Path:
+    """This environment's folder of class archives."""
+    return Path(sys.prefix) / "share" / "lab-spark-classes"
+
+
+def _jars() -> list[Path]:
+    spec = importlib.util.find_spec("pyspark")
+    if spec is None or spec.origin is None:
+        return []
+    return sorted((Path(spec.origin).parent / "jars").glob("*.jar"))
+
+
+def _identity(path: Path) -> str:
+    stat = path.stat()
+    return f"{path}|{stat.st_size}|{stat.st_mtime_ns}"
+
+
 def archive_path() -> Path | None:
-    """Where the archive for this JVM and pyspark release is (None without a JVM)."""
+    """Where the archive for this JVM and these pyspark jars is (None without a JVM)."""
     java = _java()
     if java is None:
         return None
-    stat = java.stat()
-    identity = f"{java}|{stat.st_size}|{stat.st_mtime_ns}|{importlib.metadata.version('pyspark')}"
-    key = hashlib.sha256(identity.encode()).hexdigest()[:16]
-    return user_cache() / "spark-classes" / f"{key}.jsa"
+    digest = hashlib.sha256()
+    for path in (java, *_jars()):
+        digest.update(_identity(path).encode() + b"\n")
+    return archive_folder() / f"{digest.hexdigest()[:16]}.jsa"
 
 
 def java_options() -> str:
@@ -63,7 +80,7 @@ def recorded(partial: Path) -> str:
     return f"-XX:ArchiveClassesAtExit={partial} {_QUIET}"
 
 
-def _remove_stale_partials(folder: Path) -> None:
+def _remove_stale(folder: Path) -> None:
     """Partial archives of builds that were killed (older than an hour)."""
     now = time.time()
     for partial in folder.glob("*.partial"):
@@ -75,10 +92,14 @@ def _remove_stale_partials(folder: Path) -> None:
 
 
 def publish(partial: Path, final: Path, exit_status: int | None) -> bool:
-    """Rename `partial` to `final` if the recording JVM exited cleanly with an archive;
-    remove it otherwise. True when published."""
+    """Rename `partial` to `final` if the recording JVM exited cleanly with an archive, and
+    remove the archives of other keys beside it (another JVM's, earlier jars'); remove
+    `partial` otherwise. True when published."""
     if exit_status == 0 and partial.is_file() and partial.stat().st_size > 0:
         os.replace(partial, final)
+        for other in final.parent.glob("*.jsa"):
+            if other != final:
+                other.unlink(missing_ok=True)
         return True
     partial.unlink(missing_ok=True)
     return False
@@ -94,7 +115,7 @@ def ensure_archive(train: Train, say: Say) -> Path | None:
     if final.is_file():
         return final
     final.parent.mkdir(parents=True, exist_ok=True)
-    _remove_stale_partials(final.parent)
+    _remove_stale(final.parent)
     partial = final.with_name(f"{final.stem}.{os.getpid()}.partial")
     say(f"report classes: recording the report JVM's classes into {final} (once, about a minute)")
     status = None

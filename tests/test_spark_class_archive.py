@@ -5,6 +5,7 @@ set-up made one that the tests' own session maps."""
 from __future__ import annotations
 
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -17,8 +18,9 @@ from spark_reports.extract import rollup_groups
 
 @pytest.fixture
 def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    return tmp_path / "cache" / "lab" / "spark-classes"
+    """A virtual environment of the test's own, with pyspark's real jars."""
+    monkeypatch.setattr(sys, "prefix", str(tmp_path / "venv"))
+    return tmp_path / "venv" / "share" / "lab-spark-classes"
 
 
 def _fake_java(home: Path, content: str) -> Path:
@@ -45,6 +47,22 @@ def test_the_archive_is_named_by_the_jvm(
     assert class_archive.java_options() == ""
 
 
+def test_the_archive_is_named_by_the_jars(
+    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The JVM maps an archive only with the jars it was recorded with: another install of
+    the same release (a fresh environment) gets another archive."""
+    _fake_java(tmp_path / "jdk", "java")
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "jdk"))
+    jars = tmp_path / "jars"
+    jars.mkdir()
+    (jars / "spark-core.jar").write_bytes(b"classes")
+    monkeypatch.setattr(class_archive, "_jars", lambda: sorted(jars.glob("*.jar")))
+    first = class_archive.archive_path()
+    os.utime(jars / "spark-core.jar", ns=(1, 1))  # reinstalled: same name, another time
+    assert class_archive.archive_path() != first
+
+
 def test_a_session_maps_the_archive_only_once_it_exists(
     cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -69,9 +87,12 @@ def test_an_unclean_recording_is_removed_not_published(tmp_path: Path, status: i
 
 def test_a_clean_recording_becomes_the_archive(tmp_path: Path) -> None:
     partial, final = tmp_path / "k.123.partial", tmp_path / "k.jsa"
+    older = tmp_path / "other-jvm.jsa"
+    older.write_bytes(b"old")
     partial.write_bytes(b"classes")
     assert class_archive.publish(partial, final, 0)
     assert final.read_bytes() == b"classes" and not partial.exists()
+    assert not older.exists()  # another key's archive goes once this one is in place
     empty = tmp_path / "k.124.partial"
     empty.write_bytes(b"")
     assert not class_archive.publish(empty, tmp_path / "other.jsa", 0)
@@ -100,7 +121,7 @@ def test_an_archive_that_exists_is_not_made_again(
     assert class_archive.ensure_archive(train, said.append) == path
     assert said == [] and trained == [] and stale.exists()  # nothing to make, nothing touched
     path.unlink()
-    class_archive._remove_stale_partials(cache)
+    class_archive._remove_stale(cache)
     assert not stale.exists() and fresh.exists()
 
 
@@ -145,8 +166,8 @@ def test_runs_alike_are_grouped_under_their_smallest_id() -> None:
 
 @pytest.mark.spark
 def test_the_set_up_made_an_archive_the_tests_session_maps(spark: object) -> None:
-    """scripts/bootstrap.sh makes the archive; the session the Spark tests share maps it
-    (the archive is among the files the JVM has mapped)."""
+    """scripts/bootstrap.sh makes the archive for this environment's jars; the session the
+    Spark tests share maps it (the archive is among the files the JVM has mapped)."""
     path = class_archive.archive_path()
     assert path is not None, "no JVM found, yet Spark runs"
     assert path.is_file(), f"scripts/bootstrap.sh made no class archive at {path}"
