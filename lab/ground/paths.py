@@ -12,6 +12,6 @@ LAB_ROOT = Path(__file__).resolve().parents[2]
 
 
 def user_cache() -> Path:
-    """`$XDG_CACHE_HOME/lab` (`~/.cache/lab`): wheels, the report JVM's class archive."""
+    """`$XDG_CACHE_HOME/lab` (`~/.cache/lab`): what is built once per user (wheels)."""
     root = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(root) / "lab"
