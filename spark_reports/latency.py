@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from spark_reports.latency_files import HISTOGRAM_ARRAYS, group_histograms
+from spark_reports.latency_files import HISTOGRAM_ARRAYS, group_histograms, run_id_of_path
 
 __all__ = [
     "PERCENTILES",
@@ -139,7 +139,7 @@ def copies_histogram(
     (as `rolled_up` sums them)."""
     context = spark.sparkContext
     if groups is None:
-        groups = [(_run_id_of_path(path), [path]) for path in paths]
+        groups = [(run_id_of_path(path), [path]) for path in paths]
     if not groups:
         empty = spark.createDataFrame([], HISTOGRAM_ARRAYS)
         return empty.select("run_id", "metric", F.inline(F.arrays_zip("latency_ms", "count")))
@@ -147,11 +147,6 @@ def copies_histogram(
     rows = context.parallelize(list(groups), slices).mapPartitions(group_histograms)
     arrays = spark.createDataFrame(rows, HISTOGRAM_ARRAYS, verifySchema=False)
     return arrays.select("run_id", "metric", F.inline(F.arrays_zip("latency_ms", "count")))
-
-
-def _run_id_of_path(path: str) -> str:
-    """`<scenario>/<folder>` of `…/<scenario>/<folder>/history.parquet`."""
-    return "/".join(path.rstrip("/").split("/")[-3:-1])
 
 
 def rolled_up(histogram: DataFrame, runs: DataFrame) -> DataFrame:

@@ -30,6 +30,7 @@ __all__ = [
     "HISTOGRAM_ARRAYS",
     "group_histograms",
     "run_histograms",
+    "run_id_of_path",
     "significant",
     "summed_histograms",
 ]
@@ -47,9 +48,14 @@ def group_histograms(groups: Iterable[tuple[str, Sequence[str]]]) -> Iterator[Hi
         yield from summed_histograms(run_id, paths)
 
 
+def run_id_of_path(path: str) -> str:
+    """`<scenario>/<folder>` of `…/<scenario>/<folder>/history.parquet`."""
+    return "/".join(path.rstrip("/").split("/")[-3:-1])
+
+
 def run_histograms(path: str) -> list[Histogram]:
     """(run_id, metric, latencies, counts) of one history.parquet, metric by metric."""
-    return summed_histograms("/".join(path.rstrip("/").split("/")[-3:-1]), [path])
+    return summed_histograms(run_id_of_path(path), [path])
 
 
 def summed_histograms(run_id: str, paths: Sequence[str]) -> list[Histogram]:
