@@ -6,8 +6,8 @@ to replicas and the term boundaries to find where a rejoining node diverged.
 
 The frames are kept in an anonymous temporary file (unlinked as it is made, in the
 system's temporary directory, never the node's data folder), with only the newest
-ones (up to `TAIL_BYTES`) in memory: under long load a node's memory grows by the
-array's 8 bytes a record, not by its frames. The terms are kept as runs (each
+ones (up to `TAIL_BYTES`) in memory, and where each frame starts in a sparse index: under
+long load a node's memory does not grow with its frames. The terms are kept as runs (each
 term with its first txid), not one a record. Should the file not be writable (no
 space left), the frames stay in memory and the next flush tries again.
 """
@@ -19,33 +19,36 @@ import contextlib
 import os
 import tempfile
 import threading
-from array import array
 from collections.abc import Iterator
 from typing import IO, Protocol
 
-from broker_ref.records import FRAME_HEADER_SIZE, Record, decode_payload
+from broker_ref.frame_index import FrameIndex, iter_frames, whole_frames
+from broker_ref.records import FRAME_HEADER_SIZE, Record, decode_payload, read_frame_header
 
-__all__ = ["TAIL_BYTES", "FrameLog", "ReadBack", "term_in"]
+__all__ = ["TAIL_BYTES", "FrameLog", "FrameSource", "term_in"]
 
 TAIL_BYTES = 1 << 20  # the newest frames kept in memory before they go to the file
 _CHUNK = 4 << 20  # how much `restore` writes and `records` reads at a time
 
 
-class ReadBack(Protocol):
-    """Each record's txid, term and end offset, as a store read them back."""
+class FrameSource(Protocol):
+    """A log a store read back: its records' frames, terms and txids, to restore from."""
 
     @property
-    def txids(self) -> array[int]: ...
+    def index(self) -> FrameIndex: ...
     @property
-    def terms(self) -> array[int]: ...
+    def boundaries(self) -> tuple[tuple[int, int], ...]: ...  # (term, its first txid)
     @property
-    def ends(self) -> array[int]: ...
+    def runs(self) -> tuple[tuple[int, int], ...]: ...  # (first txid, its record's place)
+
+    def read(self, start: int, end: int) -> bytes: ...
 
 
 class FrameLog:
     """The frames end to end: the older ones in a temporary file, the newest in a tail
-    buffer, with each one's end offset in an array (8 bytes a record in memory) and the
-    terms as boundaries: each term with the txid of its first record, the runs in order.
+    buffer, with a sparse index of where they start (frame_index.py: 8 bytes in memory per
+    128 records) and the terms as boundaries: each term with the txid of its first record,
+    the runs in order.
 
     Bytes at offsets below `_flushed` are in the file, the next `_used` in `_tail`. The file
     is made at the first flush, so a log that never outgrows its tail has none. The tail's
@@ -61,69 +64,68 @@ class FrameLog:
         self._flush_at = tail_bytes  # tail size at which the next flush is tried
         self._tail = bytearray()  # its first `_used` bytes are frames, the rest is free space
         self._used = 0
-        self._ends: array[int] = array("q")  # offset just after each frame
+        self._index = FrameIndex(0)
         self._boundaries: list[tuple[int, int]] = []  # (term, first txid of that term)
         self._firsts: list[int] = []  # each boundary's first txid, to bisect
         self._lock = threading.Lock()
 
     def append(self, txid: int, term: int, frame: bytes) -> None:
         with self._lock:
-            if txid != len(self._ends) + 1:
-                raise ValueError(f"txid {txid} does not follow {len(self._ends)}")
+            if txid != self._index.count + 1:
+                raise ValueError(f"txid {txid} does not follow {self._index.count}")
             used = self._used
             self._tail[used : used + len(frame)] = frame  # grows the buffer if it must
             self._used = used = used + len(frame)
-            self._ends.append(self._flushed + used)
+            self._index.add(self._flushed + used)
             if not self._boundaries or self._boundaries[-1][0] != term:
                 self._boundaries.append((term, txid))
                 self._firsts.append(txid)
             if used >= self._flush_at:
                 self._flush()
 
-    def restore(self, data: bytes, start: int, read: ReadBack) -> None:
-        """Load an empty log with the frames a store read back: `data[start:ends[-1]]`, each
-        record's txid (1, 2, ... as `append` asks), term, and end offset in `data`."""
-        txids, ends, terms = read.txids, read.ends, read.terms
+    def restore(self, source: FrameSource) -> None:
+        """Load an empty log with the frames of a store's read-back, whose txids must be
+        1, 2, ... as `append` asks; copied a chunk at a time, never all in memory at once."""
+        index = source.index
         with self._lock:
-            if self._ends:
+            if self._index.count:
                 raise ValueError("restore into a frame log that holds records")
-            for place, txid in enumerate(txids, 1):
-                if txid != place:
-                    raise ValueError(f"txid {txid} does not follow {place - 1}")
-            if not ends:
+            runs = source.runs
+            if runs and runs[0][0] != 1:
+                raise ValueError(f"txid {runs[0][0]} does not follow 0")
+            if len(runs) > 1:  # the second run's first txid does not follow the first run's last
+                raise ValueError(f"txid {runs[1][0]} does not follow {runs[1][1]}")
+            if not index.count:
                 return
-            view = memoryview(data)[start : ends[-1]]
+            start, size = index.base, index.end - index.base
             done = 0
-            if len(view) >= self._tail_bytes:  # straight to the file, a chunk at a time
-                done = self._write(view, 0)
+            if size >= self._tail_bytes:  # straight to the file, a chunk at a time
+                while done < size:
+                    chunk = source.read(start + done, start + min(size, done + _CHUNK))
+                    wrote = self._write(memoryview(chunk), done)
+                    done += wrote
+                    if wrote < len(chunk):
+                        break  # the rest stays in memory
                 self._flushed = done
-            self._tail = bytearray(view[done:])
+            self._tail = bytearray(source.read(start + done, start + size))
             self._used = len(self._tail)
-            self._ends = array("q", (end - start for end in ends))
-            previous = None
-            for txid, term in enumerate(terms, 1):
-                if term != previous:
-                    self._boundaries.append((term, txid))
-                    self._firsts.append(txid)
-                    previous = term
+            self._index = index.shifted(-start)
+            for term, first in source.boundaries:
+                self._boundaries.append((term, first))
+                self._firsts.append(first)
 
     def records(self) -> Iterator[Record]:
         """Every record, decoded one at a time (the reactor's: it alone changes the log)."""
-        ends, count = self._ends, len(self._ends)
-        index, start = 0, 0
-        while index < count:
-            stop = max(index + 1, bisect.bisect_right(ends, start + _CHUNK, index, count))
-            with self._lock:
-                chunk = memoryview(self._read(start, ends[stop - 1]))
-            offset = start
-            for end in ends[index:stop]:
-                yield decode_payload(chunk[offset - start + FRAME_HEADER_SIZE : end - start])
-                offset = end
-            index, start = stop, offset
+        for frame in iter_frames(self._locked_read, 0, self._index.end):
+            yield decode_payload(frame[FRAME_HEADER_SIZE:])
+
+    def _locked_read(self, start: int, end: int) -> bytes:
+        with self._lock:
+            return self._read(start, end)
 
     @property
     def last_txid(self) -> int:
-        return len(self._ends)
+        return self._index.count
 
     def last_term(self) -> int:
         with self._lock:
@@ -131,7 +133,7 @@ class FrameLog:
 
     def term_at(self, txid: int) -> int | None:
         with self._lock:
-            if not 0 < txid <= len(self._ends):
+            if not 0 < txid <= self._index.count:
                 return None
             return self._boundaries[bisect.bisect_right(self._firsts, txid) - 1][0]
 
@@ -146,36 +148,37 @@ class FrameLog:
             terms: list[int] = []
             if not self._boundaries:
                 return terms
-            starts = [*self._firsts[1:], len(self._ends) + 1]  # where each term's run stops
+            starts = [*self._firsts[1:], self._index.count + 1]  # where each term's run stops
             for (term, first), stop in zip(self._boundaries, starts, strict=True):
                 if stop > txid:
                     terms += [term] * (stop - max(first, txid))
             return terms
 
     def frames(self, first_txid: int, max_bytes: int) -> list[bytes]:
-        """Frames from `first_txid` on, at least one, up to about `max_bytes` in all."""
+        """Frames from `first_txid` on, up to the first that reaches `max_bytes` in all (at
+        least one)."""
         with self._lock:
-            ends = self._ends
+            index = self._index
             first = max(0, first_txid - 1)
-            if first >= len(ends) or self._closed:
+            if first >= index.count or self._closed:
                 return []
-            start = ends[first - 1] if first else 0
-            stop = min(len(ends), bisect.bisect_left(ends, start + max_bytes, first) + 1)
-            span, taken = self._read(start, ends[stop - 1]), ends[first:stop]
-        out: list[bytes] = []
-        offset = start
-        for end in taken:
-            out.append(span[offset - start : end - start])
-            offset = end
+            start = index.start_of(first, self._read)
+            span = self._read(start, min(index.end, start + max(1, max_bytes)))
+            out = [bytes(frame) for frame in whole_frames(span)]
+            taken = sum(map(len, out))
+            if (not out or taken < max_bytes) and start + taken < index.end:  # one across the limit
+                at = start + taken
+                length, _ = read_frame_header(self._read(at, at + FRAME_HEADER_SIZE), 0)
+                out.append(self._read(at, at + FRAME_HEADER_SIZE + length))
         return out
 
     def truncate_after(self, txid: int) -> int:
         """Drop the records after `txid`; return how many."""
         with self._lock:
             keep = max(0, txid)
-            dropped = max(0, len(self._ends) - keep)
+            dropped = max(0, self._index.count - keep)
             if dropped:
-                end = self._ends[keep - 1] if keep else 0
+                end = self._index.truncate(keep, self._read)
                 if end >= self._flushed:
                     self._used = end - self._flushed
                 else:
@@ -184,7 +187,6 @@ class FrameLog:
                     if self._file is not None:  # past `_flushed` is overwritten anyway
                         with contextlib.suppress(OSError):
                             os.ftruncate(self._file.fileno(), end)
-                del self._ends[keep:]
             while self._boundaries and self._boundaries[-1][1] > txid:
                 self._boundaries.pop()
                 self._firsts.pop()

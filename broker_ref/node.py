@@ -31,7 +31,7 @@ from broker_ref.errors import StartupError, StoreCorrupt
 from broker_ref.feeds import replication_filter
 from broker_ref.frame_log import FrameLog
 from broker_ref.group import Group
-from broker_ref.log_store import MAGIC, LogStore, Recovery
+from broker_ref.log_store import LogStore, Recovery
 from broker_ref.mailbox import Mailbox
 from broker_ref.management import ManagementServer
 from broker_ref.node_view import NodeManagementView
@@ -250,7 +250,7 @@ class Node:
                 f"Log tail truncated : {torn.dropped_bytes} bytes at offset {torn.offset}"
                 f" : {torn.reason}",
             )
-        self._frames.restore(recovery.data, len(MAGIC), recovery)
+        self._frames.restore(recovery)
         self._queues.replace(QueueBook.recover(recovery.iter_records()))
         self._recovery = None
         self._oplog.info(

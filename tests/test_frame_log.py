@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from broker_ref.frame_log import TAIL_BYTES, FrameLog
-from broker_ref.log_store import MAGIC, LogStore
+from broker_ref.log_store import LogStore
 from broker_ref.records import Declare, Dequeue, Enqueue, Record, Skip, encode_frame
 
 
@@ -48,7 +48,7 @@ def _restored(tmp_path: Path, records: list[Record], tail: int = TAIL_BYTES) -> 
     store, recovery = LogStore.open(tmp_path)
     store.close()
     log = FrameLog(tail)
-    log.restore(recovery.data, len(MAGIC), recovery)
+    log.restore(recovery)
     return log
 
 
@@ -78,9 +78,9 @@ def test_restore_refuses_a_log_that_holds_records_or_skips_a_txid(tmp_path: Path
     store, recovery = LogStore.open(tmp_path)
     store.close()
     with pytest.raises(ValueError, match="txid 3 does not follow 1"):
-        FrameLog().restore(recovery.data, len(MAGIC), recovery)
+        FrameLog().restore(recovery)
     with pytest.raises(ValueError, match="holds records"):
-        _appended(_history()).restore(recovery.data, len(MAGIC), recovery)
+        _appended(_history()).restore(recovery)
 
 
 def test_slices_and_truncation_keep_frame_boundaries(tail: int) -> None:

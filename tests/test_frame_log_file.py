@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from broker_ref import frame_log
+from broker_ref import frame_index
 from broker_ref.frame_log import FrameLog
-from broker_ref.log_store import MAGIC, LogStore
+from broker_ref.log_store import LogStore
 from broker_ref.records import Enqueue, Record, encode_frame
 
 _SIZE = len(encode_frame(Enqueue(1, "q", 1, b"x" * 50, 1)))  # every `_record` frame's size
@@ -127,7 +127,7 @@ def test_a_restored_log_goes_on_across_flushes(tmp_path: Path, tail: int) -> Non
     store, recovery = LogStore.open(tmp_path / "data")
     store.close()
     log = FrameLog(tail, str(tmp_path))
-    log.restore(recovery.data, len(MAGIC), recovery)
+    log.restore(recovery)
     restored = sum(len(encode_frame(r)) for r in records[:200])
     if restored >= tail:  # written to the file a chunk at a time
         assert _file_size(tmp_path) == restored
@@ -142,7 +142,7 @@ def test_a_restored_log_goes_on_across_flushes(tmp_path: Path, tail: int) -> Non
 
 
 def test_records_are_read_a_chunk_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(frame_log, "_CHUNK", 300)  # some records are larger than a chunk
+    monkeypatch.setattr(frame_index, "_ITER_CHUNK", 300)  # some records are larger than a chunk
     records = _varied(200)
     log = FrameLog(300)
     _fill(log, records)

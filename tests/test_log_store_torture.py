@@ -37,7 +37,7 @@ def _written(directory: Path) -> tuple[bytes, list[int]]:
     store.close()
     reopened, recovery = LogStore.open(directory)
     reopened.close()
-    return (directory / LOG_FILE_NAME).read_bytes(), list(recovery.ends)
+    return (directory / LOG_FILE_NAME).read_bytes(), recovery.ends()
 
 
 def _reopen(directory: Path, data: bytes) -> tuple[list[object], object]:
