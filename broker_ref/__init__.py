@@ -3,7 +3,9 @@ HA group. Run it as `python -m broker_ref --config CONFIG.json` (see `config` an
 `__main__`). Its parts, from the disk up:
 
     records        the durable changes (DECLARE, ENQUEUE, DEQUEUE) and their framing
-    log_store      the append-only log: append, sync (fsync), recovery of a torn tail
+    frame_index    where each record starts, one offset kept per 128 records
+    log_recovery   reading the log back a chunk at a time: a torn tail cut, damage refused
+    log_store      the append-only log: append, sync (fsync), truncation
     commit         group commit: the one point where staged changes become durable
     frame_log      every record a node holds, for the replication stream
     queues         the in-memory queues rebuilt from the log

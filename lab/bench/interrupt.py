@@ -109,6 +109,10 @@ def _lab(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     )
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def interrupt_once(
     seed: int, backend: str, sig: signal.Signals, after_s: float, runs_dir: Path
 ) -> Interrupted:
@@ -121,6 +125,9 @@ def interrupt_once(
         cwd=LAB_ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        # As from a terminal: a benchmark started in the background (`&` without job
+        # control) has SIGINT ignored, and a child would inherit that and never see it.
+        preexec_fn=_default_sigint,
     )
     time.sleep(after_s)
     proc.send_signal(sig)
@@ -153,7 +160,7 @@ def interrupt_once(
 
 def run_n(say: Say, runs: int, backend: str = "process") -> str:
     rng = random.Random(20261123)
-    clean = 0
+    clean = stopped = 0
     with tempfile.TemporaryDirectory(prefix="lab-bench-interrupt-") as tmp:
         for number in range(1, runs + 1):
             sig = rng.choice(SIGNALS)
@@ -162,6 +169,7 @@ def run_n(say: Say, runs: int, backend: str = "process") -> str:
                 rng.randrange(2**31), backend, sig, after, Path(tmp) / str(number)
             )
             clean += found.clean
+            stopped += found.verdict in ("interrupted", None)
             state = (
                 "clean" if found.clean else f"NOT clean: {'; '.join(found.left + found.problems)}"
             )
@@ -171,7 +179,7 @@ def run_n(say: Say, runs: int, backend: str = "process") -> str:
             )
     return (
         f"interrupt: {clean}/{runs} clean ({backend} backend, random, SIGINT/SIGTERM/SIGKILL "
-        "at random moments)"
+        f"at random moments; {stopped} stopped by the signal, {runs - stopped} ended first)"
     )
 
 
