@@ -68,11 +68,6 @@ class FrameIndex:
         copy._marks = array("q", (mark + delta for mark in self._marks))
         return copy
 
-    def reset(self) -> None:
-        """No records."""
-        self.count, self.end = 0, self.base
-        del self._marks[:]
-
 
 def skip_frames(at: int, count: int, read: Reader, limit: int) -> int:
     """The offset `count` frames after the frame starting at `at`, reading only headers'

@@ -67,13 +67,27 @@ def test_every_start_is_what_a_full_list_of_offsets_says(
         assert [
             moved.start_of(i, lambda s, e: read(s + base, e + base)) for i in range(len(starts))
         ] == [start - base for start in starts]
-    with pytest.raises(IndexError):
+        assert moved.every == every and moved.count == len(starts)
+    with pytest.raises(IndexError, match=f"record {len(starts) + 1} of {len(starts)}"):
         index.start_of(len(starts) + 1, read)
+
+
+def test_an_index_refuses_what_it_cannot_answer() -> None:
+    with pytest.raises(ValueError, match="every must be at least 1, not 0"):
+        FrameIndex(0, 0)
+    index = FrameIndex(0, 4)
+    for end in (30, 60, 90):
+        index.add(end)
+    with pytest.raises(ValueError, match="no frame header at offset 0"):
+        index.start_of(2, lambda s, e: b"")  # the log has lost its bytes
+    with pytest.raises(ValueError, match="no frame header at offset 0"):
+        list(iter_frames(lambda s, e: b"abc", 0, 90))
 
 
 def test_frames_are_split_whole_and_iterated_across_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
     frames = [_frame(size) for size in (0, 5, 400, 3, 1000, 2)]
     data = b"".join(frames)
+    assert [bytes(f) for f in whole_frames(data)] == frames
     assert [bytes(f) for f in whole_frames(data[:-1])] == frames[:-1]  # a cut one is not whole
     monkeypatch.setattr(frame_index, "_ITER_CHUNK", 64)  # two frames are larger than a chunk
     got = [bytes(f) for f in iter_frames(lambda s, e: data[s:e], 0, len(data))]
