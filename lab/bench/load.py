@@ -12,6 +12,7 @@ import select
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,7 +23,14 @@ from lab.ground.spec import Workload
 from lab.run.folder import HistoryRecorder
 from lab.run.workers import WorkerProcess, worker_plans
 
-__all__ = ["Cell", "acknowledged_per_second", "cpu_seconds", "measure_cell"]
+__all__ = [
+    "Cell",
+    "Counts",
+    "acknowledged_per_second",
+    "cpu_seconds",
+    "measure_cell",
+    "running_load",
+]
 
 COUNT_TIMEOUT_S = 10.0
 
@@ -98,6 +106,52 @@ def _count(process: subprocess.Popen[str], log: Path) -> dict[str, float]:
     return counts
 
 
+Counts = Callable[[], dict[str, float]]
+"""Asks a running load for its counts: acknowledged, received, cpu_s, links."""
+
+
+@contextlib.contextmanager
+def running_load(
+    urls: list[str],
+    producers: int,
+    consumers: int,
+    queue: str,
+    work_dir: Path,
+    *,
+    size: int = 100,
+    window: int = 100,
+) -> Iterator[Counts]:
+    """`clients.bench_load` (one process) against `urls` while the block runs; it yields
+    the load's counts on demand and always stops the load."""
+    log = work_dir / f"bench-load-{queue}.log"
+    command = [sys.executable, "-m", "clients.bench_load", "--urls", ",".join(urls)]
+    command += ["--queue", queue, "--producers", str(producers), "--consumers", str(consumers)]
+    command += ["--size", str(size), "--window", str(window)]
+    with log.open("w") as errors:
+        process = subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=errors,
+            text=True,
+            cwd=LAB_ROOT,
+            **popen_options(detached=False),
+        )
+    try:
+        yield lambda: _count(process, log)
+    finally:
+        if process.stdin is not None:
+            with contextlib.suppress(OSError):
+                process.stdin.close()
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        if process.stdout is not None:
+            process.stdout.close()
+
+
 def measure_cell(
     urls: list[str],
     pids: dict[str, int],
@@ -113,40 +167,15 @@ def measure_cell(
     """`clients` producers and as many consumers (`clients.bench_load`, one process) on a
     fresh `queue`: acknowledged msg/s over `measure_s` after `warmup_s`, with the CPU the
     load, each node and Toxiproxy (`pids`) used meanwhile. The load is always stopped."""
-    log = work_dir / f"bench-load-{queue}.log"
-    command = [sys.executable, "-m", "clients.bench_load", "--urls", ",".join(urls)]
-    command += ["--queue", queue, "--producers", str(clients), "--consumers", str(clients)]
-    command += ["--size", str(size), "--window", str(window)]
-    with log.open("w") as errors:
-        process = subprocess.Popen(
-            command,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=errors,
-            text=True,
-            cwd=LAB_ROOT,
-            **popen_options(detached=False),
-        )
-    try:
+    with running_load(urls, clients, clients, queue, work_dir, size=size, window=window) as count:
         time.sleep(warmup_s)
-        first, started = _count(process, log), time.monotonic()
+        first, started = count(), time.monotonic()
         used = {name: cpu_seconds(pid) for name, pid in pids.items()}
         time.sleep(measure_s)
-        last, elapsed = _count(process, log), time.monotonic() - started
+        last, elapsed = count(), time.monotonic() - started
         cores = {name: (cpu_seconds(pid) - used[name]) / elapsed for name, pid in pids.items()}
         return Cell(
             rate=(last["acknowledged"] - first["acknowledged"]) / elapsed,
             load_cores=(last["cpu_s"] - first["cpu_s"]) / elapsed,
             cores=cores,
         )
-    finally:
-        if process.stdin is not None:
-            with contextlib.suppress(OSError):
-                process.stdin.close()
-        try:
-            process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        if process.stdout is not None:
-            process.stdout.close()

@@ -10,6 +10,7 @@ from lab.bench import (
     durability,
     failover,
     interrupt,
+    node_memory,
     report,
     shrink,
     soak,
@@ -34,6 +35,7 @@ BENCHMARKS: Mapping[str, Benchmark] = {
         shrink.BENCHMARK,
         interrupt.BENCHMARK,
         soak.BENCHMARK,
+        node_memory.BENCHMARK,
     )
 }
 
