@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lab.bench.soak import soak_spec
+from lab.bench.soak import Sample, _course, soak_spec
 
 FIGURE = re.compile(
     r"soak: (?P<minutes>\S+) min, (?P<faults>\d+) faults, (?P<acked>[\d,]+) acknowledged, "
@@ -59,3 +59,10 @@ def test_thirty_minutes_of_faults_lose_nothing_and_stay_bounded(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _bounded(_soak(30, tmp_path, monkeypatch))
+
+
+def test_the_course_of_memory_is_read_at_evenly_spaced_moments() -> None:
+    samples = [Sample(float(t), 1024 * (100 + t), 60, 3) for t in range(0, 601)]
+    course = _course(samples, parts=3)
+    assert course == "100 MiB at 0 s, 300 MiB at 200 s, 500 MiB at 400 s, 700 MiB at 600 s"
+    assert _course(samples[:2], parts=2) == "100 MiB at 0 s, 100 MiB at 0 s, 101 MiB at 1 s"

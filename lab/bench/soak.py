@@ -161,6 +161,7 @@ def run_minutes(say: Say, minutes: float) -> str:
     first, last = whole[0], whole[-1]
     peak_rss = max(s.rss_kib for s in whole)
     peak_fds = max(s.fds for s in whole)
+    say(f"  nodes' RSS through the load: {_course(whole)}")
     say(f"  verdict {outcome.judgement.verdict.outcome}, run folder {outcome.folder.path}")
     say(f"  reproduce: {outcome.reproduce}")
     return (
@@ -170,6 +171,13 @@ def run_minutes(say: Say, minutes: float) -> str:
         f"(peak {peak_rss / 1024:.0f}), open fds {first.fds} → {last.fds} (peak {peak_fds}); "
         f"run folder {size / 1024 / max(minutes, 1e-9):.0f} KiB per minute"
     )
+
+
+def _course(samples: list[Sample], parts: int = 6) -> str:
+    """The RSS at evenly spaced moments of the load: a steady rise is growth, a step that
+    stays is a peak the allocator kept."""
+    chosen = [samples[round(i * (len(samples) - 1) / parts)] for i in range(parts + 1)]
+    return ", ".join(f"{s.rss_kib / 1024:.0f} MiB at {s.at_s:.0f} s" for s in chosen)
 
 
 class _Every:
