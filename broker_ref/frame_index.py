@@ -4,8 +4,9 @@ The store's log and the frame log hold their records as frames end to end (a hea
 the payload's length, then the payload). Keeping every record's offset costs 8 bytes a
 record, which under a long load is the only part of a node's memory that grows with the
 log. The index keeps one offset in `MARK_EVERY` (the start of records MARK_EVERY,
-2 MARK_EVERY, ...) and finds any other by reading the frame headers after the mark before
-it: at most MARK_EVERY - 1 headers, read a chunk at a time through the log's own `read`.
+2 MARK_EVERY, ...) and the ends of the records after the last mark, and finds any other
+by reading the frame headers after the mark before it: at most MARK_EVERY - 1 headers, read
+a chunk at a time through the log's own `read`.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Callable, Iterator
 
 from broker_ref.records import FRAME_HEADER_SIZE, read_frame_header
 
-__all__ = ["MARK_EVERY", "FrameIndex", "Reader", "iter_frames", "whole_frames"]
+__all__ = ["MARK_EVERY", "FrameIndex", "Reader", "frame_ends", "iter_frames", "whole_frames"]
 
 MARK_EVERY = 128
 _WALK_CHUNK = 64 << 10  # bytes read at a time while walking from a mark
@@ -25,7 +26,9 @@ Reader = Callable[[int, int], bytes]  # the log's bytes from one offset to anoth
 
 
 class FrameIndex:
-    """The number of records, the offset just after the last, and every `every`-th start."""
+    """The number of records, the offset just after the last, every `every`-th start, and
+    the ends of the records since the last of those (fewer than `every`), so that the
+    newest records, the ones a replica streams when it keeps up, are found without a walk."""
 
     def __init__(self, base: int, every: int = MARK_EVERY) -> None:
         if every < 1:
@@ -35,6 +38,7 @@ class FrameIndex:
         self.count = 0
         self.end = base
         self._marks: array[int] = array("q")  # _marks[j] starts record (j + 1) * every
+        self._recent: array[int] = array("q")  # the ends of records len(_marks) * every, ...
 
     def add(self, end: int) -> None:
         """One more record, ending at `end`."""
@@ -42,6 +46,9 @@ class FrameIndex:
         self.end = end
         if self.count % self.every == 0:
             self._marks.append(end)
+            del self._recent[:]
+        else:
+            self._recent.append(end)
 
     def start_of(self, index: int, read: Reader) -> int:
         """Where record `index` (from 0) starts; `count` gives the end of the last."""
@@ -50,15 +57,24 @@ class FrameIndex:
         if index == self.count:
             return self.end
         mark = index // self.every
+        after = index - mark * self.every  # records between the mark and this one
         at = self._marks[mark - 1] if mark else self.base
-        return skip_frames(at, index - mark * self.every, read, self.end)
+        if mark == len(self._marks) and after:
+            return self._recent[after - 1]
+        return frame_ends(at, after, read, self.end)[-1] if after else at
 
     def truncate(self, keep: int, read: Reader) -> int:
         """Keep the first `keep` records; return where the log now ends."""
         end = self.start_of(keep, read)
+        mark = keep // self.every
+        if mark < len(self._marks):  # the ends after the new last mark, read back
+            at = self._marks[mark - 1] if mark else self.base
+            self._recent = array("q", frame_ends(at, keep - mark * self.every, read, end))
+            del self._marks[mark:]
+        else:
+            del self._recent[keep - mark * self.every :]
         self.count = keep
         self.end = end
-        del self._marks[keep // self.every :]
         return end
 
     def shifted(self, delta: int) -> FrameIndex:
@@ -66,22 +82,24 @@ class FrameIndex:
         copy = FrameIndex(self.base + delta, self.every)
         copy.count, copy.end = self.count, self.end + delta
         copy._marks = array("q", (mark + delta for mark in self._marks))
+        copy._recent = array("q", (end + delta for end in self._recent))
         return copy
 
 
-def skip_frames(at: int, count: int, read: Reader, limit: int) -> int:
-    """The offset `count` frames after the frame starting at `at`, reading only headers'
+def frame_ends(at: int, count: int, read: Reader, limit: int) -> list[int]:
+    """The ends of the `count` frames from the one starting at `at`, reading only headers'
     chunks of the log below `limit`."""
+    ends: list[int] = []
     chunk, chunk_at = b"", at
-    while count:
+    while len(ends) < count:
         if at + FRAME_HEADER_SIZE > chunk_at + len(chunk):
             chunk, chunk_at = read(at, min(limit, at + _WALK_CHUNK)), at
             if len(chunk) < FRAME_HEADER_SIZE:
                 raise ValueError(f"no frame header at offset {at}")
         length, _ = read_frame_header(chunk, at - chunk_at)
         at += FRAME_HEADER_SIZE + length
-        count -= 1
-    return at
+        ends.append(at)
+    return ends
 
 
 def whole_frames(span: bytes | memoryview) -> Iterator[memoryview]:

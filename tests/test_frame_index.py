@@ -75,11 +75,17 @@ def test_every_start_is_what_a_full_list_of_offsets_says(
 def test_an_index_refuses_what_it_cannot_answer() -> None:
     with pytest.raises(ValueError, match="every must be at least 1, not 0"):
         FrameIndex(0, 0)
-    index = FrameIndex(0, 4)
-    for end in (30, 60, 90):
+    index = FrameIndex(0, 3)
+    for end in (30, 60, 90, 120, 150):
         index.add(end)
+
+    def lost(start: int, end: int) -> bytes:
+        return b""  # the log has lost its bytes
+
+    # the newest records (from the last mark on) are known without reading the log
+    assert [index.start_of(i, lost) for i in (3, 4, 5)] == [90, 120, 150]
     with pytest.raises(ValueError, match="no frame header at offset 0"):
-        index.start_of(2, lambda s, e: b"")  # the log has lost its bytes
+        index.start_of(2, lost)
     with pytest.raises(ValueError, match="no frame header at offset 0"):
         list(iter_frames(lambda s, e: b"abc", 0, 90))
 
