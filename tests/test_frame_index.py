@@ -72,6 +72,29 @@ def test_every_start_is_what_a_full_list_of_offsets_says(
         index.start_of(len(starts) + 1, read)
 
 
+@pytest.mark.parametrize("keep", range(0, 9))
+def test_a_log_cut_anywhere_and_grown_again_finds_every_record(keep: int) -> None:
+    """Cut behind the last mark, after it, or at it, then grown again: the newest records'
+    ends are the new ones, never those of records the cut dropped."""
+    log, starts, index = bytearray(), [], FrameIndex(0, 3)
+
+    def read(start: int, end: int) -> bytes:
+        return bytes(log[start:end])
+
+    def add(sizes: list[int]) -> None:
+        for size in sizes:
+            starts.append(len(log))
+            log.extend(_frame(size))
+            index.add(len(log))
+
+    add([5, 50, 7, 90, 3, 11, 4, 20])
+    end = index.truncate(keep, read)
+    del log[end:], starts[keep:]
+    for size in (60, 2, 33, 1):
+        add([size])
+        assert [index.start_of(i, read) for i in range(len(starts) + 1)] == [*starts, len(log)]
+
+
 def test_an_index_refuses_what_it_cannot_answer() -> None:
     with pytest.raises(ValueError, match="every must be at least 1, not 0"):
         FrameIndex(0, 0)
