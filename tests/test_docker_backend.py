@@ -225,7 +225,7 @@ def test_reaper_removes_runs_whose_owner_died(engine: Any) -> None:
     engine.networks.create(f"lab-{run_id}-net", labels=labels, internal=True)
     engine.volumes.create(f"lab-{run_id}-n1-data", labels=labels)
     assert not leftovers(engine, f"{RUN}={run_id}").empty
-    assert run_id in reap(engine)
+    assert run_id in reap(engine).removed
     assert leftovers(engine, f"{RUN}={run_id}").empty
 
 

@@ -7,9 +7,8 @@ ProcessCluster, so the runner, the faults and `lab up` work unchanged.
 
 The lab reaches containers only through ports published on 127.0.0.1 (lab.backends.docker.networks
 says why there are two networks and why addresses, not names). Each node's data is a
-size-limited tmpfs volume (lab.backends.docker.volumes) that survives a kill and restart. Every
-container, network and volume carries the run's labels (lab.backends.docker.labels), which is
-how `stop`, `lab down` and the reaper find them.
+size-limited tmpfs volume (lab.backends.docker.volumes) that survives a kill and restart. The
+run's labels on everything (lab.backends.docker.labels) are how `stop` and the reaper find them.
 """
 
 from __future__ import annotations
@@ -124,8 +123,6 @@ class DockerCluster(ContainerAbilities):
             raise ClusterError("the cluster is not started")
         return self._client
 
-    # -- names -------------------------------------------------------------------------------
-
     def _name(self, part: str) -> str:
         return f"lab-{self.run_id}-{part}"
 
@@ -163,9 +160,8 @@ class DockerCluster(ContainerAbilities):
         self.subnet = self.networks.create()
 
     def _create_volumes(self) -> None:
-        self.volumes = RunVolumes(
-            self.client, f"lab-{self.run_id}", self.disk_mb, self._images["base"]
-        )
+        base = self._images["base"]
+        self.volumes = RunVolumes(self.client, f"lab-{self.run_id}", self.disk_mb, base)
         self.volumes.create(
             self.node_names,
             self.labels.for_role("volumes"),
@@ -310,7 +306,7 @@ class DockerCluster(ContainerAbilities):
 
     def stop(self) -> None:
         """Stop the manager and every node, then remove every container, network and volume
-        of the run."""
+        of the run (what resists is left for the reaper, which the next lab command runs)."""
         self._stop_manager()
         for node in self.nodes.values():
             with contextlib.suppress(LabError, APIError, OSError):
@@ -318,8 +314,11 @@ class DockerCluster(ContainerAbilities):
         if self._client is None:
             self._release_ports()
             return
-        with contextlib.suppress(APIError, OSError, requests.RequestException):
+        try:
             removed = remove_run(self._client, self.run_id)
+        except (LabError, APIError, OSError, requests.RequestException) as exc:
+            self.events.emit("docker.not_removed", None, run=self.run_id, error=str(exc))
+        else:
             if self.toxiproxy_container is not None:
                 self.events.emit("toxiproxy.stop", None)
                 self.toxiproxy_container = None

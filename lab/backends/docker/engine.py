@@ -31,6 +31,7 @@ __all__ = [
     "Say",
     "can_install",
     "connect",
+    "dockerd_running",
     "engine_answers",
     "ensure_commands",
     "ensure_engine",
@@ -126,7 +127,7 @@ def _apt(command: list[str]) -> None:
 
 
 def _start_dockerd(say: Say) -> None:
-    if not _dockerd_running():
+    if not dockerd_running():
         say(f"starting dockerd in the background (log: {DOCKERD_LOG})")
         DOCKERD_LOG.parent.mkdir(parents=True, exist_ok=True)
         with DOCKERD_LOG.open("ab") as log:
@@ -146,7 +147,8 @@ def _start_dockerd(say: Say) -> None:
     raise SetupError(f"dockerd did not answer within {_START_TIMEOUT_S:.0f} s; see {DOCKERD_LOG}")
 
 
-def _dockerd_running() -> bool:
+def dockerd_running() -> bool:
+    """Whether the local dockerd (by its pid file) runs, answering or not."""
     try:
         pid = int(Path("/var/run/docker.pid").read_text().strip())
         os.kill(pid, 0)
