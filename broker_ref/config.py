@@ -4,7 +4,8 @@
      "management_port": 8080, "data_dir": "/path/to/node/data",
      "coalescing_sync": true, "idle_timeout_s": 2.0,
      "replication_port": 7001, "peers": {"n2": "127.0.0.1:7102", "n3": "127.0.0.1:7103"},
-     "permitted_nodes": ["n1", "n2", "n3"], "priority": 1, "designated_primary": false,
+     "permitted_nodes": ["n1", "n2", "n3"], "members": ["n1", "n2", "n3"],
+     "priority": 1, "designated_primary": false,
      "quorum_override": 0, "durability": "NO_SYNC,NO_SYNC,SIMPLE_MAJORITY",
      "heartbeat_interval_s": 0.1, "election_timeout_s": 0.6,
      "insufficient_replicas_timeout_s": 5.0, "rep_stream_timeout_s": 3600,
@@ -18,7 +19,10 @@
 `name`, `amqp_port`, `management_port` and `data_dir` are required; the others
 take the defaults shown (no peers: a group of one). `peers` says how this node
 reaches each other node of its group (an address that may be a proxy);
-`replication_port` is where it listens for them. An unknown key is an error
+`replication_port` is where it listens for them. `members` (default: this node and every
+peer) are the nodes the group starts with; a peer left out may be added later, and a node
+left out of its own list starts as a newcomer that asks the master to admit it
+(membership.py). An unknown key is an error
 naming the key. A relative `data_dir` is taken relative to the config file's
 folder. Rules from the seeds: priority is 0..3 (Never, Normal, High, Highest);
 quorum_override is 0 (the default: a majority) up to the group's size;
@@ -91,6 +95,7 @@ class NodeConfig:
     replication_port: int | None = None
     peers: tuple[tuple[str, str], ...] = ()  # (node name, "host:port") for every other node
     permitted_nodes: tuple[str, ...] = ()
+    members: tuple[str, ...] = ()  # the group's first members; empty: every node
     priority: int = 1
     designated_primary: bool = False
     quorum_override: int = 0
@@ -141,6 +146,7 @@ _OPTIONAL = (
     "replication_port",
     "peers",
     "permitted_nodes",
+    "members",
     "priority",
     "designated_primary",
     "quorum_override",
@@ -222,6 +228,7 @@ def parse_config(raw: Any, base_dir: Path | None = None) -> NodeConfig:
         raise ConfigError(f"'replication_port' {replication_port} is already another port")
     group_names = (name, *(p for p, _ in peers))
     permitted = _permitted(raw, group_names)
+    members = _members(raw, group_names)
     priority = _int(raw, "priority", defaults.priority, 0, 3)
     size = len(group_names)
     quorum_override = _int(raw, "quorum_override", defaults.quorum_override, 0, size)
@@ -248,6 +255,7 @@ def parse_config(raw: Any, base_dir: Path | None = None) -> NodeConfig:
         replication_port=replication_port,
         peers=peers,
         permitted_nodes=permitted,
+        members=members,
         priority=priority,
         designated_primary=designated,
         quorum_override=quorum_override,
@@ -338,6 +346,17 @@ def _permitted(raw: dict[str, Any], group_names: tuple[str, ...]) -> tuple[str, 
     if missing:
         raise ConfigError(f"'permitted_nodes' must include every node of the group: {missing}")
     return tuple(value)
+
+
+def _members(raw: dict[str, Any], group_names: tuple[str, ...]) -> tuple[str, ...]:
+    if "members" not in raw:
+        return ()  # every node
+    value = raw["members"]
+    if not isinstance(value, list) or not value or not all(v in group_names for v in value):
+        raise ConfigError(f"'members' must be a non-empty list of {', '.join(group_names)}")
+    if len(set(value)) != len(value):
+        raise ConfigError("'members' names a node twice")
+    return tuple(sorted(value))
 
 
 def _text(raw: dict[str, Any], key: str) -> str:

@@ -186,11 +186,14 @@ class Elections:
 
     def has_lease(self) -> bool:
         """Whether this node hears from enough nodes to have won an election now."""
-        return 1 + len(self._contact.in_contact) >= self.votes_needed(time.monotonic())
+        members = sum(1 for peer in self._contact.in_contact if self._core.counts(peer))
+        return 1 + members >= self.votes_needed(time.monotonic())
 
     def maybe_stand(self, now: float, transfer: bool = False) -> None:
         """Stand for election; unless asked by a transfer, after a pre-vote."""
         core = self._core
+        if not core.is_member:
+            return  # a newcomer waits to be admitted; a removed node never stands
         me = self.voter(now)
         if not transfer and (me.master_recently_seen or not self._rules.may_stand(me)):
             return
@@ -224,6 +227,8 @@ class Elections:
         now = time.monotonic()
         granted = (
             term > core.term
+            and core.is_member
+            and core.counts(peer)
             and not (core.role is Role.MASTER and self.has_lease())
             and self._rules.grants(self.voter(now), ballot)
         )
@@ -241,7 +246,7 @@ class Elections:
         if self._prevote_term != core.term + 1 or core.role is Role.MASTER:
             return
         me = self.voter(time.monotonic())
-        if len(self._prevotes) >= self._rules.votes_needed(me):
+        if sum(map(core.counts, self._prevotes)) >= self._rules.votes_needed(me):
             self._prevote_term = 0
             self._stand(me, transfer=False)
 
@@ -275,7 +280,7 @@ class Elections:
         core = self._core
         if self._standing_term != core.term or core.role is Role.MASTER:
             return
-        if len(self._votes) >= self.votes_needed(time.monotonic()):
+        if sum(map(core.counts, self._votes)) >= self.votes_needed(time.monotonic()):
             self.on_win()
 
     def on_vote_request(self, peer: str, msg: dict[str, Any]) -> None:
@@ -284,7 +289,13 @@ class Elections:
         if term > core.term:
             self.on_newer_term(term)
         granted = False
-        if term == core.term and core.voted_for in (None, peer) and core.role is not Role.MASTER:
+        if (
+            term == core.term
+            and core.voted_for in (None, peer)
+            and core.role is not Role.MASTER
+            and core.is_member
+            and core.counts(peer)
+        ):
             ballot = Ballot(
                 candidate=peer,
                 term=term,

@@ -47,4 +47,9 @@ class StoreCorrupt(StoreError):
 
 
 class ChangeRefused(BrokerError):
-    """A management request the node will not carry out; the message says why."""
+    """A management request the node will not carry out; the message says why, `status`
+    is the HTTP status it is answered with."""
+
+    def __init__(self, message: str, status: int = 422) -> None:
+        super().__init__(message)
+        self.status = status

@@ -233,6 +233,8 @@ class Group:
         now = time.monotonic()
         view = []
         for peer, address in self.config.peers:
+            if not self.core.counts(peer):
+                continue  # not in the group (yet, or any more)
             info = self.contact.info.get(peer, {})
             reachable = self.contact.alive(peer, now)
             view.append(
@@ -281,8 +283,8 @@ class Group:
 
     def _on_message(self, peer: str, msg: dict[str, Any], payload: bytes) -> None:
         now = time.monotonic()
-        if self._stalled(now):
-            return
+        if self._stalled(now) or peer in self.core.membership.removed:
+            return  # a removed node's name takes no part in the group again
         self.contact.heard(peer, now)
         kind = msg.get("type")
         term = int(msg.get("term", 0))

@@ -1,8 +1,10 @@
 """The state every part of a node's group membership shares, and what the group asks of the
 reactor thread (`StoreSide`).
 
-The group thread owns `GroupCore`: the term and the vote in it (saved before acting on
-them), this node's role, the master it follows, the peer network. The parts (contact,
+The group thread owns `GroupCore`: the term and the vote in it, the group's membership
+(each saved before acting on it), this node's role, the master it follows, the peer
+network. `peers` are every node this one can reach; `members` those whose votes and
+acknowledgements count (membership.py). The parts (contact,
 elections, the replication stream's two sides, transfer master, a mode's own rules) read
 and change it from that thread only.
 """
@@ -16,7 +18,8 @@ from typing import Any, Protocol
 from broker_ref.config import NodeConfig
 from broker_ref.frame_log import FrameLog
 from broker_ref.group_state import TermRecord, load_term, save_term
-from broker_ref.oplog import OperationalLog
+from broker_ref.membership import Membership, load_membership, save_membership
+from broker_ref.oplog import Code, OperationalLog
 from broker_ref.peer_network import PeerNetwork
 from broker_ref.roles import Role
 
@@ -64,6 +67,8 @@ class GroupCore:
         saved = load_term(config.data_dir)
         self.term = saved.term
         self.voted_for = saved.voted_for
+        first = Membership(0, config.members or (config.name, *config.peer_names))
+        self.membership = load_membership(config.data_dir, first)
         self.role = Role.WAITING
         self.master: str | None = None
         self.master_seen = 0.0  # when the master was last heard
@@ -80,7 +85,45 @@ class GroupCore:
 
     @property
     def size(self) -> int:
-        return self.config.group_size
+        """How many members the group has (its quorum is counted from them)."""
+        return len(self.membership.members)
+
+    @property
+    def is_member(self) -> bool:
+        return self.name in self.membership.members
+
+    @property
+    def removed(self) -> bool:
+        return self.name in self.membership.removed
+
+    def counts(self, peer: str) -> bool:
+        """Whether `peer`'s votes and acknowledgements count: it is a member."""
+        return peer in self.membership.members
+
+    def adopt_membership(self, new: Membership) -> None:
+        """Save a newer membership before acting on it; log who was added and removed."""
+        old = self.membership
+        save_membership(self.config.data_dir, new)
+        self.membership = new
+        address = dict(self.config.peers)
+        for name in sorted(set(new.members) - set(old.members)):
+            where = address.get(name, "this node")
+            self.oplog.info(Code.NODE_ADDED, f"Added : Node : '{name}' ({where})")
+        for name in sorted(set(new.removed) - set(old.removed)):
+            where = address.get(name, "this node")
+            self.oplog.info(Code.NODE_REMOVED, f"Removed : Node : '{name}' ({where})")
+        if self.removed and self.name not in old.removed:
+            self.refuse_removed()
+
+    def refuse_removed(self) -> None:
+        """This node's name was removed from the group: it never takes part again."""
+        self.oplog.warn(
+            Code.REMOVED_FROM_GROUP,
+            f"Removed from group : node '{self.name}' was removed from group "
+            f"'{self.config.group}'; its name cannot be reused",
+        )
+        self.master = None
+        self.set_role(Role.DETACHED, "removed from the group")
 
     def set_term(self, term: int, voted_for: str | None) -> None:
         """Save the term durably before acting on it."""
@@ -108,5 +151,6 @@ class GroupCore:
             "last_txid": self.frames.last_txid,
             "last_term": self.frames.last_term(),
             "run": self.run_id,
+            "membership": self.membership.message(),
             **extra,
         }

@@ -8,7 +8,11 @@
          (or PUT)  {"attribute": value, …}        quorumOverride; {"role": "MASTER"} transfers
                                                   mastership here. 200, or 422 with
                                                   {"errorMessage"} and nothing changed
-    GET  /api/latest/remotereplicationnode/<name> 200 [the other nodes as this node sees them]
+    GET  /api/latest/remotereplicationnode/<name> 200 [the other members as this node sees them]
+    DELETE /api/latest/remotereplicationnode/<name>/<other>
+                                                  the master removes the stopped node <other>
+                                                  from the group for good: 200; 404 not a
+                                                  member; 409 not the master, or <other> active
     GET  /api/latest/ha/<name>                    an active-passive broker's HA status
                                                   (qpid-ha status); 404 for any other broker
     POST /api/latest/ha/<name>                    {"action": "promote"} (a cluster manager's)
@@ -76,6 +80,10 @@ class NodeView(Protocol):
 
     def ha_action(self, request: dict[str, Any]) -> None:
         """Carry out a promotion or a replication change, or raise ChangeRefused."""
+        ...
+
+    def remove_node(self, name: str) -> None:
+        """Remove a member from the group, or raise ChangeRefused (with its status)."""
         ...
 
 
@@ -227,13 +235,31 @@ class _RequestHandler(BaseHTTPRequestHandler):
     def _not_allowed(self) -> None:
         self._reply(405, {"errorMessage": f"method {self.command} not allowed"})
 
-    do_DELETE = do_PATCH = _not_allowed
+    def do_DELETE(self) -> None:
+        path = self._path()
+        if path.startswith("/api/") and not self._authorized():
+            return
+        node, _, other = path.removeprefix(_REMOTE_PREFIX).partition("/")
+        view = self.server.view
+        if not path.startswith(_REMOTE_PREFIX) or unquote(node) != view.name or not other:
+            self._reply(404, {"errorMessage": "not found", "path": path})
+            return
+        try:
+            view.remove_node(unquote(other))
+        except TimeoutError:
+            self._reply(503, {"errorMessage": "the broker did not answer in time"})
+        except ChangeRefused as exc:
+            self._reply(exc.status, {"errorMessage": str(exc)})
+        else:
+            self._reply(200, {})
+
+    do_PATCH = _not_allowed
 
     def _reply(self, status: int, body: dict[str, Any] | list[Any]) -> None:
         if status in _LOGGED:
             why = body.get("errorMessage", "") if isinstance(body, dict) else ""
             self._refused(status, str(why))
-        if status != 200 and self.command in ("POST", "PUT"):
+        if status != 200 and self.command in ("POST", "PUT", "DELETE"):
             self.close_connection = True  # a body left unread is not the next request
         data = json.dumps(body).encode("utf-8")
         self.send_response(status)

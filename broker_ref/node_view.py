@@ -106,7 +106,7 @@ class NodeManagementView:
         unknown = sorted(set(changes) - _ATTRIBUTES)
         if unknown:
             raise ChangeRefused(f"cannot change attribute(s) {', '.join(unknown)}")
-        _check_attributes(changes, self.config.group_size)
+        _check_attributes(changes, group.core.size)
         attributes = {k: v for k, v in changes.items() if k != "role"}
         applied = not attributes or group.call_and_wait(lambda: mode.set_attributes(attributes))
         if not applied:
@@ -115,6 +115,16 @@ class NodeManagementView:
             why_not = mode.request_transfer()
             if why_not is not None:
                 raise ChangeRefused(f"cannot transfer mastership here: {why_not}")
+
+    def remove_node(self, name: str) -> None:
+        """The master removes a stopped member from the group for good (node operations)."""
+        group = self.group
+        mode = group.mode if group else None
+        if group is None or not isinstance(mode, SelfElected):
+            raise ChangeRefused("only a running node of a replicated group removes nodes", 409)
+        refused = group.ask(lambda: mode.remove_member(name))
+        if refused is not None:
+            raise ChangeRefused(refused[1], refused[0])
 
     # ---- the active-passive cluster ------------------------------------------------------------
 

@@ -31,6 +31,8 @@ class Code(enum.StrEnum):
     RECOVERY_COMPLETE = "MST-1006"
     CONNECTION_OPEN = "CON-1001"
     CONNECTION_CLOSE = "CON-1002"
+    NODE_ADDED = "HA-1003"
+    NODE_REMOVED = "HA-1004"
     NODE_JOINED = "HA-1005"
     NODE_LEFT = "HA-1006"
     TRANSFER_MASTER = "HA-1007"
@@ -52,6 +54,7 @@ class Code(enum.StrEnum):
     STORE_CORRUPT = "REF-1008"  # Store corrupt : file : offset : why (the node stops)
     PEER_REFUSED = "REF-1009"  # Peer refused : host:port : node 'x' : why (replication port)
     MANAGEMENT_REFUSED = "REF-1010"  # Management request refused : 415 : POST /path : why
+    REMOVED_FROM_GROUP = "REF-1011"  # Removed from group : node 'x' … cannot be reused
     # the active-passive cluster (the C++ broker's HA module has no codes; these are ours)
     HA_STATUS = "REF-2001"  # Status change : joining -> catchup
     HA_PROMOTED = "REF-2002"  # Promoted to primary

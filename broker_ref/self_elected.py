@@ -6,6 +6,12 @@ with no live master stands for election when the rules let it (election.py); a n
 that finds a master joins its stream (follower.py). A master's commit waits for the
 acknowledgements the durability policy asks for; `designatedPrimary` lets one node of a
 group of two work alone; both designated at start-up refuse to start.
+
+The group's members change by the node operations of the seeds: a newcomer (a node left
+out of the configured members) asks the master to admit it, and the master adds it if
+it is a permitted node whose name was never removed; the master removes a stopped node
+when the operator asks (management). Only members vote, stand and acknowledge commits
+(membership.py).
 """
 
 from __future__ import annotations
@@ -20,11 +26,14 @@ from broker_ref.election import Elections, OperatorSettings, majority
 from broker_ref.feeds import Feeds
 from broker_ref.follower import SYNC_RETRY_S, Follower
 from broker_ref.group_core import GroupCore
+from broker_ref.membership import Membership
 from broker_ref.oplog import Code
 from broker_ref.roles import Role
 from broker_ref.transfer import Transfer
 
 __all__ = ["SelfElected"]
+
+JOIN_RETRY_S = 0.5  # a newcomer asks the master to admit it this often
 
 
 class SelfElected:
@@ -58,11 +67,14 @@ class SelfElected:
         self._first_election = True  # a new group's first election may come early, once
         self._refusing: str | None = None
         self._refuse_at = 0.0
+        self._join_asked = 0.0
 
     # ---- what the group asks of its mode -----------------------------------------------------
 
     def started(self, now: float) -> None:
-        if self._core.size == 1:
+        if self._core.removed:
+            self._core.refuse_removed()
+        elif self._core.size == 1 and self._core.is_member:
             self.elections.maybe_stand(now)  # a group of one needs no one's vote
 
     def full_copy(self, peer: str) -> bool:
@@ -72,14 +84,14 @@ class SelfElected:
     def tick(self, now: float) -> None:
         core = self._core
         follower = self._follower
-        core.broadcast(
-            core.status(
-                streams=self._feeds.streaming(), designated=self.settings.designated_primary
-            )
-        )
+        self._tell()
         if self._refusing is not None:
             if now >= self._refuse_at:
                 self._on_fatal(self._refusing)
+            return
+        if not core.is_member:
+            if not core.removed:
+                self._ask_to_join(now)
             return
         if core.role is Role.MASTER:
             if not self.elections.has_lease():
@@ -127,6 +139,8 @@ class SelfElected:
             elections.on_vote_request(peer, msg)
         elif kind == "vote":
             elections.on_vote(peer, msg)
+        elif kind == "join":
+            self._admit(peer)
         elif kind == "transfer_request":
             self.transfer.on_request(peer, msg)
         elif (
@@ -138,6 +152,14 @@ class SelfElected:
 
     def on_status(self, peer: str, msg: dict[str, Any], term: int, now: float) -> None:
         core = self._core
+        told = Membership.parse(msg.get("membership"))
+        if told is not None and told.newer_than(core.membership):
+            core.adopt_membership(told)
+            self.advance_commit()
+        if not core.is_member:
+            if term > core.term:
+                self.adopt_term(term)
+            return
         if (
             not self._joined
             and core.size == 2
@@ -196,11 +218,65 @@ class SelfElected:
         if needed == 0:
             through = last
         else:
-            acks = sorted(self._feeds.streaming_acks().values(), reverse=True)
+            counted = self._feeds.streaming_acks().items()
+            acks = sorted((a for p, a in counted if self._core.counts(p)), reverse=True)
             if len(acks) < needed:
                 return
             through = min(acks[needed - 1], last)
         self._feeds.post(through)
+
+    # ---- membership ----------------------------------------------------------------------------
+
+    def _ask_to_join(self, now: float) -> None:
+        """A newcomer asks the master it hears of to admit it, every JOIN_RETRY_S."""
+        if now - self._join_asked < JOIN_RETRY_S:
+            return
+        contact = self._contact
+        for peer, info in sorted(contact.info.items()):
+            if info.get("role") == "MASTER" and contact.alive(peer, now):
+                self._join_asked = now
+                self._core.net.send(peer, {"type": "join", "term": self._core.term})
+                return
+
+    def _admit(self, peer: str) -> None:
+        """The master adds a newcomer that is a permitted node and was never removed."""
+        core = self._core
+        membership = core.membership
+        if (
+            core.role is not Role.MASTER
+            or peer in membership.members
+            or peer in membership.removed
+            or peer not in core.config.permitted_nodes
+        ):
+            return
+        core.adopt_membership(membership.admit(peer, core.term))
+        self._tell()
+
+    def remove_member(self, name: str) -> tuple[int, str] | None:
+        """The operator removes a stopped node (management, on the master); None when done,
+        else the HTTP status and why not (JE refuses a master and an active node alike)."""
+        core = self._core
+        if core.role is not Role.MASTER:
+            return 409, f"node '{core.name}' is not the master (the master is {core.master})"
+        if name == core.name:
+            return 409, "the master cannot remove itself: transfer mastership first"
+        if name not in core.membership.members:
+            return 404, f"node '{name}' is not a member of group '{core.config.group}'"
+        if name in self._contact.in_contact:
+            return 409, f"node '{name}' is active: stop it before removing it from the group"
+        core.adopt_membership(core.membership.remove(name, core.term))
+        self._feeds.give_up(name)
+        self._tell()
+        self.advance_commit()
+        return None
+
+    def _tell(self) -> None:
+        core = self._core
+        core.broadcast(
+            core.status(
+                streams=self._feeds.streaming(), designated=self.settings.designated_primary
+            )
+        )
 
     # ---- roles ---------------------------------------------------------------------------------
 

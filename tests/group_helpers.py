@@ -98,8 +98,11 @@ class LocalGroup:
         body: Any = None,
         auth: str = "admin:admin",
         what: str = "virtualhostnode",
+        path_tail: str = "",
     ) -> tuple[int, Any]:
         url = f"http://127.0.0.1:{self.ports[name][1]}/api/latest/{what}/{name}"
+        if path_tail:
+            url += f"/{path_tail}"
         data = None if body is None else json.dumps(body).encode()
         req = urllib.request.Request(url, data=data, method=method)
         req.add_header("Authorization", "Basic " + base64.b64encode(auth.encode()).decode())
