@@ -10,11 +10,17 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from broker_helpers import NodeFactory, NodeProcess, _free_port
 from group_helpers import LocalGroup
+from hypothesis import settings
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# Hypothesis's per-example deadline is a wall-clock assertion: on a busy machine (the
+# suite beside itself on two cores) an example may take longer without anything wrong.
+settings.register_profile("lab", deadline=None)
+settings.load_profile("lab")
 
 
 def run_lab(
