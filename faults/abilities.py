@@ -5,8 +5,10 @@ The cluster a fault acts on offers optional abilities (Jepsen's `db/Kill`, `db/P
 (SIGSTOP/SIGCONT), `Proxied` (the Toxiproxy proxy on each link), `Roled` (each node's
 role can be read: what `@master` / `@replica:2` targets resolve against), `Reporting`
 (each node's status, with its last transaction id, can be read), `Managed` (a management
-API client per node: operator faults). A fault checks the ability it needs, with
-`require_ability` or one of the `as_*` helpers, and says in one line what it needs.
+API client per node: operator faults), `Joinable` (a spare node started to join the running
+group) and `Removable` (a node stopped and removed from the group for good). A fault checks
+the ability it needs, with `require_ability` or one of the `as_*` helpers, and says in one
+line what it needs.
 
 The clients behind `Proxied` and `Managed` are protocols too (`ProxyControl`,
 `NodeManagement`): what a fault asks of Toxiproxy or of a node's management API,
@@ -23,6 +25,7 @@ from lab.ground.nodes import NodeStatus
 
 __all__ = [
     "Collectable",
+    "Joinable",
     "Killable",
     "Linked",
     "Managed",
@@ -30,15 +33,18 @@ __all__ = [
     "Pausable",
     "Proxied",
     "ProxyControl",
+    "Removable",
     "Reporting",
     "Roled",
     "Stoppable",
     "as_collectable",
+    "as_joinable",
     "as_killable",
     "as_linked",
     "as_managed",
     "as_pausable",
     "as_proxied",
+    "as_removable",
     "as_roled",
     "as_stoppable",
     "require_ability",
@@ -84,6 +90,27 @@ class Stoppable(Protocol):
     def stop_node(self, name: str) -> None: ...
 
     def restart(self, name: str) -> None: ...
+
+
+@runtime_checkable
+class Joinable(Protocol):
+    """A node added to the running group (the seeds' "adding nodes to an existing group"):
+    a spare, planned but never started, is started and joins through its helper; a node
+    removed earlier is started again (the group refuses its name)."""
+
+    def add_node(self, name: str) -> None: ...
+
+
+@runtime_checkable
+class Removable(Protocol):
+    """A node removed from the group for good (the seeds' *delete*): stopped as an operator
+    stops it, then removed by the master through its management API."""
+
+    def remove_node(self, name: str) -> None: ...
+
+    def removed_nodes(self) -> tuple[str, ...]:
+        """The nodes removed so far, in the order they were removed."""
+        ...
 
 
 @runtime_checkable
@@ -156,6 +183,14 @@ def as_killable(cluster: object, kind: str) -> Killable:
 
 def as_stoppable(cluster: object, kind: str) -> Stoppable:
     return require_ability(cluster, Stoppable, kind, "whose nodes can be stopped gracefully")
+
+
+def as_joinable(cluster: object, kind: str) -> Joinable:
+    return require_ability(cluster, Joinable, kind, "whose group takes new nodes")
+
+
+def as_removable(cluster: object, kind: str) -> Removable:
+    return require_ability(cluster, Removable, kind, "whose nodes can be removed from the group")
 
 
 def as_pausable(cluster: object, kind: str) -> Pausable:

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from faults.cluster_faults import Promote, RestartCluster
 from faults.docker_faults import Disconnect, DiskFill
 from faults.fault import Fault
+from faults.membership_faults import AddNode, RemoveNode
 from faults.operator_faults import DesignatePrimary, QuorumOverride, SetPriority, TransferMaster
 from faults.partition_faults import Isolate, OneWayPartition, Partition
 from faults.process_faults import FullGc, GracefulStop, Kill, Pause
@@ -20,6 +21,8 @@ FAULTS: Mapping[str, Fault] = {
     for f in (
         Kill(),
         GracefulStop(),
+        AddNode(),
+        RemoveNode(),
         Pause(),
         FullGc(),
         Cut(),

@@ -3,7 +3,12 @@ the cluster has, every heal after its fault, times inside the load, no two fault
 link at once. A hand-written incident, an edited spec.json and a shrunk schedule all pass
 through here; the first problem is a one-line UsageError naming the fault and the field.
 
-    check_schedule(ops, nodes, duration_s, managed=False)
+    check_schedule(ops, nodes, duration_s, managed=False, spares=())
+
+The group's membership is followed through the schedule: `add_node` starts a spare not yet
+added, or a node a `remove_node` took out before (named, or `@removed`); `remove_node` takes
+out a member (never a spare not yet added, nor a node already removed); no other fault
+acts on a spare before it is added.
 
 What the cluster can apply (a partition of Broker-J nodes on local processes …) is the
 preflight's business, once the cluster is known (faults.preflight).
@@ -27,6 +32,8 @@ _LINK_FAULTS = frozenset({"cut", "latency", "bandwidth", "timeout", "reset_peer"
 _GROUP_FAULTS = frozenset({"partition", "one_way_partition"})
 _MANAGER_FAULTS = frozenset({"kill", "pause"})  # the cluster manager is a fault target too
 _CLUSTER_FAULTS = frozenset({"restart_cluster"})
+ADD_NODE, REMOVE_NODE = "add_node", "remove_node"
+REMOVED = "@removed"  # add_node's target: the node the last remove_node took out
 MANAGER = "manager"
 VIP = "client_vip"  # an active-passive cluster's virtual address (lab.backends.managed)
 _ROLE = re.compile(r"^@(master|replica)(?::[1-9]\d*)?$")
@@ -74,6 +81,12 @@ def _target_problem(op: FaultOp, nodes: Sequence[str], managed: bool) -> str | N
         return None
     if op.fault in _CLUSTER_FAULTS:
         return None if managed else "restart_cluster needs an active-passive cluster"
+    if op.fault in (ADD_NODE, REMOVE_NODE) and managed:
+        return f"{op.fault} changes a replicated group's membership: not in active-passive mode"
+    if op.fault == ADD_NODE and op.target.startswith("@"):
+        if op.target == REMOVED:
+            return None
+        return "add_node starts a spare or a removed node: name it, or write @removed"
     if op.target == MANAGER:
         if op.fault in _MANAGER_FAULTS and managed:
             return None
@@ -81,13 +94,63 @@ def _target_problem(op: FaultOp, nodes: Sequence[str], managed: bool) -> str | N
     return _node_name(op.target, nodes)
 
 
+class _Membership:
+    """Who is in the group as the schedule goes: spares not yet added, nodes removed."""
+
+    def __init__(self, spares: Sequence[str]) -> None:
+        self.spares = tuple(spares)
+        self.waiting = set(spares)  # spares not yet added
+        self.added: dict[str, str] = {}  # spare -> the fault that added it
+        self.removed: dict[str, str] = {}  # node named by a remove_node -> that fault
+        self.removals = 0  # remove_node operations so far, named or by role
+
+    def problem(self, op: FaultOp) -> str | None:
+        """Why `op` (a start) makes no sense for the group as it is then; None if it does."""
+        name = op.target
+        if op.fault == ADD_NODE:
+            return self._add(op.id, name)
+        if op.fault == REMOVE_NODE:
+            if name in self.waiting:
+                return f"{name} is a spare not yet added (add_node it first)"
+            if name in self.removed:
+                return f"{name} was already removed by fault {self.removed[name]}"
+            self.removals += 1
+            if not name.startswith("@"):
+                self.removed[name] = op.id
+            return None
+        if op.fault not in _LINK_FAULTS | _GROUP_FAULTS and name in self.waiting:
+            return f"{name} is a spare not yet added: add_node it before {op.fault}"
+        return None
+
+    def _add(self, fault_id: str, name: str) -> str | None:
+        if name == REMOVED:
+            return None if self.removals else f"{REMOVED}: no remove_node before it"
+        if name in self.waiting:
+            self.waiting.discard(name)
+            self.added[name] = fault_id
+            return None
+        if name in self.removed or self.removals > len(self.removed):
+            return None  # removed by name, or perhaps by a role (which may be any member)
+        if name in self.added:
+            return f"{name} was already added by fault {self.added[name]}"
+        spares = ", ".join(self.spares) or "none"
+        return f"{name} is not a spare (spares: {spares}) and no remove_node before took it out"
+
+
 def check_schedule(
-    ops: Iterable[FaultOp], nodes: Sequence[str], duration_s: float, *, managed: bool = False
+    ops: Iterable[FaultOp],
+    nodes: Sequence[str],
+    duration_s: float,
+    *,
+    managed: bool = False,
+    spares: Sequence[str] = (),
 ) -> None:
     """Raise UsageError for the first problem of the schedule `ops` on a cluster of `nodes`
-    whose load lasts `duration_s` (`managed`: an active-passive cluster with a manager)."""
+    whose load lasts `duration_s` (`managed`: an active-passive cluster with a manager;
+    `spares`: nodes started only by add_node)."""
     started: dict[str, FaultOp] = {}
     stopped: dict[str, FaultOp] = {}
+    membership = _Membership(spares)
     for op in sorted(ops, key=lambda o: (o.at_s, o.action == "start")):
         where = _describe(op)
         try:
@@ -101,7 +164,7 @@ def check_schedule(
         if op.action == "start":
             if op.id in started:
                 raise UsageError(f"{where}: a second start of fault {op.id}")
-            problem = _target_problem(op, nodes, managed)
+            problem = _target_problem(op, nodes, managed) or membership.problem(op)
             if problem is not None:
                 raise UsageError(f"{where}: target: {problem}")
             started[op.id] = op

@@ -3,6 +3,8 @@
     @master        the node that is MASTER at that moment (exactly one must be)
     @replica       the first node, in name order, that answers and is not the master
     @replica:2     the second such node
+    @removed       the node the last remove_node took out of the group (for add_node: the
+                   removed node started again, to show the group refuses its name)
     n1             a node by name (left as it is)
 
 A selector may also stand inside a link name (`client_to_@master`, `@master_to_@replica`),
@@ -18,11 +20,13 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 
-from faults.abilities import as_roled
+from faults.abilities import as_removable, as_roled
 from lab.ground.errors import ClusterError, UsageError
 from lab.ground.faultops import FaultOp
 
-__all__ = ["has_selector", "resolve_name", "resolve_op", "split_sides"]
+__all__ = ["REMOVED", "has_selector", "resolve_name", "resolve_op", "split_sides"]
+
+REMOVED = "@removed"
 
 _SELECTOR = re.compile(r"^@(master|replica)(?::([1-9]\d*))?$")
 _EMBEDDED = re.compile(r"@(?:master|replica)(?::[1-9]\d*)?")
@@ -113,6 +117,11 @@ def resolve_op(
     """
     if not has_selector(op):
         return op
+    if op.target == REMOVED:
+        removed = as_removable(cluster, op.fault).removed_nodes()
+        if not removed:
+            raise ClusterError(f"fault {op.id}: {REMOVED}: no node has been removed")
+        return replace(op, target=removed[-1])
     roled = as_roled(cluster, op.fault)
     deadline = clock() + wait_s
     while True:

@@ -20,6 +20,7 @@ from scenarios.active_passive_operators import (
 from scenarios.base import Scenario
 from scenarios.disk_full import DISK_FULL
 from scenarios.durability_matrix import DURABILITY_MATRIX
+from scenarios.group_membership import GROW_GROUP, REMOVE_REPLICA
 from scenarios.incident import INCIDENT
 from scenarios.node_operations import ROLLING_RESTART
 from scenarios.random_faults import RANDOM
@@ -57,6 +58,8 @@ SCENARIOS: Mapping[str, Scenario] = {
         NEVER_PRIORITY_LOSS,
         TRANSFER_MASTER,
         ROLLING_RESTART,
+        GROW_GROUP,
+        REMOVE_REPLICA,
         REPLICA_GC_STALL,
         REPLICA_GC_STALL_ALL,
         DURABILITY_MATRIX,

@@ -3,6 +3,11 @@
 A backend (local processes, containers) subclasses `ClusterBase`, fills `nodes`,
 `plan`, `proxies` and `toxiproxy` as it starts, and provides `start`, `stop`,
 `client_urls` and `describe`.
+
+The group's membership (java-broker-ha-groups.md, "Node Operations"): the topology's spares
+have a handle from the start but are started only by `add_node`, to join the running group;
+`remove_node` stops a node gracefully and has the master remove it for good. Nodes outside
+the group (spares not yet added, removed nodes) are not waited for.
 """
 
 from __future__ import annotations
@@ -19,7 +24,12 @@ from lab.ground.nodes import ClusterPlan, NodePlan, NodeStatus
 from lab.ground.ports import HOST, free_ports, release_ports
 from lab.ground.spec import Durability, GroupSettings, Topology
 from lab.ground.topology import split_node_link
-from lab.targets.management import ManagementClient
+from lab.targets.management import (
+    ManagementClient,
+    ManagementRefused,
+    ManagementTimeout,
+    ManagementUnreachable,
+)
 from lab.targets.protocol import JvmTarget, ManagedTarget, Target
 
 __all__ = ["ClusterBase", "NodeHandle", "group_ready"]
@@ -54,6 +64,8 @@ class NodeHandle(Protocol):
 N = TypeVar("N", bound=NodeHandle)
 _LOCKS_LOCK = threading.Lock()
 GRACEFUL_STOP_S = 30.0  # a graceful stop's time to end before SIGKILL
+REMOVAL_WAIT_S = 10.0  # how long remove_node looks for a master that removes the node
+NOT_A_MEMBER = 404  # the management API's answer when the node to remove is no member
 
 
 def group_ready(statuses: Mapping[str, NodeStatus | None]) -> bool:
@@ -73,6 +85,9 @@ class ClusterBase(Generic[N]):
     toxiproxy: ToxiproxyClient | None
     events: Events
     _reserved: list[int]
+    # The spares added so far, and the nodes removed (in order): replaced, never mutated.
+    _added: frozenset[str] = frozenset()
+    _removed: tuple[str, ...] = ()
 
     def _run_full_gc(self, name: str, target: JvmTarget) -> str:
         """Run the target's full-GC command on the node where it runs; return its output."""
@@ -92,9 +107,25 @@ class ClusterBase(Generic[N]):
     def node_names(self) -> tuple[str, ...]:
         return self.topology.node_names
 
+    @property
+    def spares(self) -> tuple[str, ...]:
+        """The nodes started only by add_node (the plan's, once planned)."""
+        return self.plan.spares if self.plan is not None else self.topology.spares
+
+    def outside(self) -> frozenset[str]:
+        """The nodes the group does not count now: spares not yet added, removed nodes."""
+        return (frozenset(self.spares) - self._added) | frozenset(self._removed)
+
+    def removed_nodes(self) -> tuple[str, ...]:
+        return self._removed
+
     def check(self) -> None:
         """Refuse, before anything starts, a group the target cannot form."""
-        self.target.check(ClusterPlan.outline(self.node_names, self.durability, self.group))
+        self.target.check(
+            ClusterPlan.outline(
+                self.node_names, self.durability, self.group, spares=self.topology.spares
+            )
+        )
 
     def direct_urls(self) -> list[str]:
         """The nodes' own AMQP addresses, bypassing Toxiproxy (for measuring its cost)."""
@@ -124,12 +155,18 @@ class ClusterBase(Generic[N]):
         return self.target.management(self.node(name).plan)
 
     def _start_in_order(self, make: Callable[[NodePlan], N]) -> None:
-        """Start every node (`make` gives its handle, not yet started), the group's founder
-        first and alone when the target's group grows from its first node (then the others
-        start once it is master: the group of one is ready). A handle is in `nodes` before
-        it starts, so `stop` reaches a node whose start failed half-way."""
+        """Start every node but the spares (`make` gives its handle, not yet started), the
+        group's founder first and alone when the target's group grows from its first node
+        (then the others start once it is master: the group of one is ready). A handle is in
+        `nodes` before it starts, so `stop` reaches a node whose start failed half-way; a
+        spare's handle is there from the start, not started."""
         assert self.plan is not None
-        plans = list(self.plan.nodes)
+        plans = []
+        for plan in self.plan.nodes:
+            if plan.name in self.plan.spares:
+                self.nodes[plan.name] = make(plan)  # not started: add_node starts it
+            else:
+                plans.append(plan)
         if self.target.founded_by_first_node and len(plans) > 1:
             founder = plans.pop(0)
             self.nodes[founder.name] = make(founder)
@@ -146,10 +183,11 @@ class ClusterBase(Generic[N]):
         deadline = time.monotonic() + timeout_s
         last: Mapping[str, NodeStatus | None] = {}
         while time.monotonic() < deadline:
+            outside = self.outside()
             for name, node in self.nodes.items():
-                if not node.running and not node.paused:
+                if name not in outside and not node.running and not node.paused:
                     raise ClusterError(f"node {name} {node.exit_detail()}")
-            last = self.statuses()
+            last = {n: s for n, s in self.statuses().items() if n not in outside}
             if group_ready({n: s for n, s in last.items() if n not in self._never_ready()}):
                 return next(n for n, s in last.items() if s is not None and s.role == "MASTER")
             time.sleep(0.05)
@@ -263,3 +301,63 @@ class ClusterBase(Generic[N]):
         node = self.node(name)
         with self.acting_on(name):
             node.resume()
+
+    # -- the group's membership (faults.abilities Joinable, Removable) -----------------------
+
+    def add_node(self, name: str) -> None:
+        """Start a spare to join the running group (or a removed node again, which the group
+        refuses); a member already in the group is refused."""
+        node = self.node(name)
+        if name not in self.outside():
+            raise ClusterError(f"add_node: {name} is a member of the group already")
+        with self.acting_on(name):
+            self.events.emit("node.add", name)
+            node.start()
+        if name in self.spares:
+            self._added = self._added | {name}
+
+    def remove_node(self, name: str) -> None:
+        """Stop the node gracefully, then have the master (read from the roles, waiting
+        for one while there is none) remove it from the group through its management API."""
+        if name in self._removed:
+            raise ClusterError(f"remove_node: {name} was removed already")
+        if name in self.outside():
+            raise ClusterError(f"remove_node: {name} is a spare not yet added")
+        self.stop_node(name)
+        stopped = time.monotonic()
+        master, refused = self._remove_through_master(name)
+        self._removed = (*self._removed, name)
+        seconds = round(time.monotonic() - stopped, 3)
+        self.events.emit("node.remove", name, by=master, refused=refused, seconds=seconds)
+
+    def _remove_through_master(self, name: str) -> tuple[str, list[str]]:
+        """Ask the master to remove `name`; return the master's name and the refusals before
+        it did. A refusal other than "not a member" (the node still counted active, a master
+        just stepped down) and a moment without a master are tried again until
+        REMOVAL_WAIT_S (and the target's election allowance) have passed."""
+        wait_s = REMOVAL_WAIT_S + self.target.election_allowance_s
+        deadline = time.monotonic() + wait_s
+        refused: list[str] = []
+        timed_out = False  # a request may have removed the node without an answer
+        while True:
+            roles = self.roles()
+            masters = [n for n, r in roles.items() if r == "MASTER" and n != name]
+            last = f"no one master among {roles}"
+            if len(masters) == 1:
+                try:
+                    self.management(masters[0]).remove_node(name)
+                    return masters[0], refused
+                except ManagementRefused as exc:
+                    if exc.status == NOT_A_MEMBER and timed_out:
+                        return masters[0], refused  # the request that timed out removed it
+                    if exc.status == NOT_A_MEMBER:
+                        raise ClusterError(f"remove_node {name}: {masters[0]} said {exc}") from exc
+                    last = f"{masters[0]} refused: {exc}"
+                    if last not in refused:
+                        refused.append(last)
+                except (ManagementTimeout, ManagementUnreachable) as exc:
+                    timed_out = timed_out or isinstance(exc, ManagementTimeout)
+                    last = str(exc)
+            if time.monotonic() >= deadline:
+                raise ClusterError(f"remove_node {name}: not removed within {wait_s:g} s: {last}")
+            time.sleep(0.2)

@@ -15,7 +15,9 @@ __all__ = ["TAKES_A_NODE_OUT", "Action", "FaultOp", "canonical", "ops_from_json"
 
 Action = Literal["start", "stop"]
 # Fault kinds after which the node they hit serves no client until healed.
-TAKES_A_NODE_OUT = frozenset({"kill", "graceful_stop", "pause", "isolate", "disconnect"})
+TAKES_A_NODE_OUT = frozenset(
+    {"kill", "graceful_stop", "pause", "isolate", "disconnect", "remove_node"}
+)
 ParamValue = int | float | str | bool
 
 

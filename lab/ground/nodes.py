@@ -31,18 +31,30 @@ class ClusterPlan:
     # node -> peer -> "host:port" the node dials to reach the peer (a Toxiproxy proxy)
     peer_addresses: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     settings: GroupSettings = field(default_factory=GroupSettings)
+    # Nodes planned but started only to join the running group (Topology.spares).
+    spares: tuple[str, ...] = ()
 
     @property
     def names(self) -> tuple[str, ...]:
+        """Every node planned, spares included (the group's permitted nodes)."""
         return tuple(plan.name for plan in self.nodes)
+
+    @property
+    def members(self) -> tuple[str, ...]:
+        """The nodes that form the group when it starts: every node but the spares."""
+        return tuple(n for n in self.names if n not in self.spares)
 
     @staticmethod
     def outline(
-        names: tuple[str, ...], durability: Durability, settings: GroupSettings, group: str = "lab"
+        names: tuple[str, ...],
+        durability: Durability,
+        settings: GroupSettings,
+        group: str = "lab",
+        spares: tuple[str, ...] = (),
     ) -> ClusterPlan:
         """A plan without ports or folders: what a target checks before anything starts."""
         nodes = tuple(NodePlan(n, 0, 0, 0, Path(), Path()) for n in names)
-        return ClusterPlan(group, nodes, durability, settings=settings)
+        return ClusterPlan(group, nodes, durability, settings=settings, spares=spares)
 
     def node(self, name: str) -> NodePlan:
         for plan in self.nodes:

@@ -45,13 +45,50 @@ ACK_POLICIES: tuple[AckPolicy, ...] = ("ALL", "SIMPLE_MAJORITY", "NONE")
 
 @dataclass(frozen=True)
 class Topology:
-    """How many nodes; each node name is n1, n2, …"""
+    """How many nodes; each node name is n1, n2, …
+
+    `spares` are nodes planned from the start (ports, folders, proxies, the group's
+    permitted nodes) but started only by an `add_node` operation, to join the running
+    group (the seeds' "adding nodes to an existing group"). n1 founds the group and is
+    never a spare."""
 
     nodes: int = 1
+    spares: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        raw: object = self.spares
+        if not isinstance(raw, list | tuple) or not all(isinstance(n, str) for n in raw):
+            raise UsageError(f"topology.spares: must be a list of node names, not {raw!r}")
+        spares = tuple(raw)
+        object.__setattr__(self, "spares", spares)
+        names = self.node_names
+        for name in spares:
+            if name not in names:
+                raise UsageError(
+                    f"topology.spares: no node named {name!r} (nodes: {', '.join(names)})"
+                )
+        if len(set(spares)) != len(spares):
+            raise UsageError(f"topology.spares: a node is named twice ({', '.join(spares)})")
+        if names and names[0] in spares:  # so at least one node is no spare
+            raise UsageError(f"topology.spares: {names[0]} founds the group and cannot be a spare")
 
     @property
     def node_names(self) -> tuple[str, ...]:
+        """Every node planned, spares included."""
         return tuple(f"n{i}" for i in range(1, self.nodes + 1))
+
+    @property
+    def members(self) -> tuple[str, ...]:
+        """The nodes that form the group when it starts: every node but the spares."""
+        return tuple(n for n in self.node_names if n not in self.spares)
+
+    def to_json(self) -> dict[str, Any]:
+        """`spares` only when there are some, so spec.json stays as it was for other runs
+        (and the failure database's ids with it)."""
+        out: dict[str, Any] = {"nodes": self.nodes}
+        if self.spares:
+            out["spares"] = list(self.spares)
+        return out
 
 
 @dataclass(frozen=True)
@@ -221,7 +258,7 @@ class RunSpec:
             "seed": self.seed,
             "target": self.target,
             "backend": self.backend,
-            "topology": asdict(self.topology),
+            "topology": self.topology.to_json(),
             "durability": asdict(self.durability),
             "workload": asdict(self.workload),
             "group": self.group.to_json(),

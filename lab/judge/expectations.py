@@ -2,9 +2,12 @@
 
     LogSeen(code, node=None, after=None)     an operational-log code was written (HA-1014 …)
     RoleAtEnd(node, role)                    the node's role when the run ended
+    RoleNever(node, roles, after)            the node never reported one of `roles` from
+                                             `after` to the end (nor ended in one)
     StoppedCleanly(fault)                    the node a graceful stop hit ended by itself
     ServiceStopped(start, end, slack_s)      no acknowledged send in [start + slack, end]
     ServiceContinued(start, end, max_gap_s)  no gap between acknowledged sends above max_gap_s
+                                             (end None: until the load's end)
     ServiceResumed(after, within_s,          an acknowledged send within within_s of `after`
                    begins_within_s=0)        (or of a gap's beginning, that late after it)
 
@@ -25,6 +28,7 @@ __all__ = [
     "Expectation",
     "LogSeen",
     "RoleAtEnd",
+    "RoleNever",
     "ServiceContinued",
     "ServiceResumed",
     "ServiceStopped",
@@ -102,6 +106,32 @@ class RoleAtEnd:
 
 
 @dataclass(frozen=True)
+class RoleNever:
+    """The node never reported any of `roles` (its own role changes, `node.role`) from the
+    moment `after` on, nor ended the run in one: a node the group refuses never serves."""
+
+    violation: ClassVar[str] = "role-reached"
+
+    node: str
+    roles: tuple[str, ...]
+    after: str
+
+    def unmet(self, facts: RunFacts) -> str | None:
+        name = facts.node(self.node)
+        since = facts.moment(self.after)
+        for o in facts.observed:
+            if o.kind == "node.role" and o.node == name and o.time_s >= since:
+                role = o.detail.get("role")
+                if role in self.roles:
+                    later = o.time_s - since
+                    return f"{name} ({self.node}) became {role} {later:.2f} s after {self.after}"
+        final = facts.final_roles.get(name)
+        if final in self.roles:
+            return f"{name} ({self.node}) ended as {final}"
+        return None
+
+
+@dataclass(frozen=True)
 class StoppedCleanly:
     """The node `fault` (a graceful stop) hit stopped by itself after it began: its
     node.stop status is not SIGKILL's (the lab kills a node not ended 30 s after SIGTERM)."""
@@ -158,12 +188,13 @@ class ServiceContinued:
     violation: ClassVar[str] = "unavailable>bound"
 
     start: str
-    end: str
+    end: str | None  # None: the end of the load (a slower target's longer load included)
     max_gap_s: float = 2.0
 
     def unmet(self, facts: RunFacts) -> str | None:
         a = facts.moment(self.start)
-        b = min(facts.moment(self.end), facts.metrics.load_end_s)
+        load_end = facts.metrics.load_end_s
+        b = load_end if self.end is None else min(facts.moment(self.end), load_end)
         long = tuple(
             w
             for w in _windows(facts)
@@ -171,8 +202,9 @@ class ServiceContinued:
         )
         if not long:
             return None
+        end = "the load's end" if self.end is None else self.end
         return (
-            f"service was interrupted between {self.start} and {self.end} "
+            f"service was interrupted between {self.start} and {end} "
             f"(gaps over {self.max_gap_s:g} s: {_shown(long)})"
         )
 

@@ -3,7 +3,7 @@
     scenario = "incident"       # whose prediction judges the run (default: `incident`)
     seed = 7                    # default 0
     target = "broker_ref"       # backend = "process", mode = "replicated-group"
-    [topology]    nodes = 3
+    [topology]    nodes = 3   spares = ["n3"]   (started only by an add_node fault)
     [durability]  triplet = "NO_SYNC,NO_SYNC,SIMPLE_MAJORITY"   coalescing_sync = true
     [workload]    producers = 2  consumers = 1  rate = 100.0  duration_s = 20.0
     [group]       (GroupSettings' fields; group.active_passive for that mode)
@@ -222,11 +222,17 @@ def _spec(raw: Mapping[str, Any]) -> RunSpec:
 
 def validate_spec(spec: RunSpec) -> None:
     """The schedule against the spec's cluster and load (faults.schedule_check)."""
+    if spec.topology.spares and spec.group.is_active_passive:
+        raise UsageError(
+            "topology.spares: spare nodes join a replicated group; an active-passive "
+            "cluster's brokers all start together"
+        )
     check_schedule(
         spec.schedule,
         spec.topology.node_names,
         spec.workload.duration_s,
         managed=spec.group.is_active_passive,
+        spares=spec.topology.spares,
     )
 
 

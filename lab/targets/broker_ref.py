@@ -2,7 +2,9 @@
 
 Each node's configuration names its peers by the Toxiproxy proxy it dials
 (`<self>_to_<peer>`), so every node→node link can be cut or slowed; a group of
-one node has no peers and behaves as a standalone broker.
+one node has no peers and behaves as a standalone broker. With spares (nodes that join
+the running group later, Topology.spares) it also lists the group's first `members`;
+`peers` and `permitted_nodes` name every node, spares included.
 
 Every run's nodes share a group secret made for the run (broker_ref_security.py): a peer
 that cannot prove it knows it is refused. A dialling node proves it in its first frame, so
@@ -54,6 +56,9 @@ def node_config(
         "data_dir": str(node.data_dir),
         "peers": peers,
         "permitted_nodes": list(cluster.names),
+        # The group's first members, when some nodes are spares (they start later and ask
+        # to join); without spares every node is a member, broker_ref's default.
+        **({"members": list(cluster.members)} if cluster.spares else {}),
         "priority": settings.priority_of(node.name),
         "designated_primary": node.name in settings.designated_primary,
         "quorum_override": settings.quorum_override,

@@ -4,6 +4,9 @@
     POST /api/latest/virtualhostnode/<node>  {attrs}     change priority, designatedPrimary,
                                                          quorumOverride; role=MASTER transfers
     GET  /api/latest/remotereplicationnode/<node>        the other nodes as this node sees them
+    DELETE /api/latest/remotereplicationnode/<node>/<other>
+                                                         remove <other> from the group (on the
+                                                         master; <other> stopped first)
     GET  /api/latest/ha/<node>                           an active-passive broker's HA status
     POST /api/latest/ha/<node>   {"action": …}           promote; replicate a queue
 
@@ -59,8 +62,9 @@ class ManagementClient:
         self.credentials = credentials
         self.timeout_s = timeout_s
 
-    def _url(self, kind: str) -> str:
-        return f"{self.base_url}/api/latest/{kind}/{self.node}"
+    def _url(self, kind: str, child: str | None = None) -> str:
+        own = f"{self.base_url}/api/latest/{kind}/{self.node}"
+        return own if child is None else f"{own}/{child}"
 
     def _request(self, method: str, url: str, body: dict[str, Any] | None = None) -> Any:
         try:
@@ -102,6 +106,16 @@ class ManagementClient:
     def remote_nodes(self) -> list[dict[str, Any]]:
         body = self._request("GET", self._url("remotereplicationnode"))
         return list(body or [])
+
+    def remove_node(self, name: str) -> None:
+        """Remove node `name` from the group for good (Broker-J's delete of a remote
+        replication node), asked of the master. A refusal is a ManagementRefused with the
+        answer's status, 404 when `name` is not a member (or no longer one). broker_ref
+        answers 409 when this node is not the master or `name` is still active; Broker-J
+        9.2 answers 422 when this node is not the master, and removes an active node too
+        (JE's ReplicationGroupAdmin.removeMember: the node drops to WAITING), so the lab
+        stops the node first on both."""
+        self._request("DELETE", self._url("remotereplicationnode", name))
 
     def ha(self) -> dict[str, Any]:
         """The broker's HA status (qpid-ha status): `status`, its primary, ready backups."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import time
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -232,6 +233,7 @@ class DockerCluster(ContainerAbilities):
             durability=self.durability,
             peer_addresses=peers,
             settings=self.group,
+            spares=self.topology.spares,
         )
 
     def _create_proxies(self) -> None:
@@ -260,13 +262,9 @@ class DockerCluster(ContainerAbilities):
 
     def _start_nodes(self) -> None:
         assert self.plan is not None
-        inside = ClusterPlan(
-            group=self.plan.group,
-            nodes=tuple(container_node_plan(p.name, p.node_dir) for p in self.plan.nodes),
-            durability=self.durability,
-            peer_addresses=self.plan.peer_addresses,
-            settings=self.group,
-        )
+        # The same plan as the containers see it: fixed ports, data on /data.
+        nodes = tuple(container_node_plan(p.name, p.node_dir) for p in self.plan.nodes)
+        inside = replace(self.plan, nodes=nodes)
         _, subnet = self._networks()
         address_of = {
             name: f"{subnet.node(i)}:{REPLICATION_PORT}" for i, name in enumerate(self.node_names)

@@ -131,6 +131,7 @@ class ProcessCluster(ManagedCluster[NodeProcess]):
             durability=self.durability,
             peer_addresses=peers,
             settings=self.group,
+            spares=self.topology.spares,
         )
         if self.group.is_active_passive:
             self._vip_port = self._take_ports(1)[0]

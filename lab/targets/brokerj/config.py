@@ -9,9 +9,10 @@ the same command on the same folder.
                     plain HTTP by default)
     brokerloggers   a console logger: operational messages (qpid.message.*) and warnings,
                     one line each, `<time> <LEVEL> [<node>] [<subject>]… <CODE> : <text>`
-    virtualhostnode BDB_HA: group, own address, helper (the first node), permitted nodes,
-                    priority, designatedPrimary, quorumOverride; the group's timings as
-                    JE parameters in its context (`je_timings`)
+    virtualhostnode BDB_HA: group, own address, helper (the first node), permitted nodes
+                    (every node planned, spares included: a spare started later joins
+                    through the helper), priority, designatedPrimary, quorumOverride; the
+                    group's timings as JE parameters in its context (`je_timings`)
     virtualhost     BDB_HA: local/remote transaction sync policies, coalescing-sync, and
                     queues created on first use (durable)
 
