@@ -31,7 +31,9 @@ class Follower:
         self.synced: tuple[str, int] | None = None  # (master, term) this node streams from
         self.synced_at = 0.0
         self.sync_asked = 0.0
-        self._expected_next = 0
+        # The next txid the stream brings; None while no stream of this sync runs (asked,
+        # or its rollback not done): what an earlier stream still sends is not applied then.
+        self._expected_next: int | None = None
         # The role a node takes once its stream runs (REPLICA; a backup's `ready` comes later).
         self.streaming_role = Role.REPLICA
         # Called when the stream from `master` is about to start, after any rollback.
@@ -44,6 +46,7 @@ class Follower:
 
     def forget(self) -> None:
         self.synced = None
+        self._expected_next = None
 
     def following(self, peer: str, term: int) -> bool:
         return self.synced == (peer, term)
@@ -71,6 +74,7 @@ class Follower:
         restore = bool(msg.get("restore"))
         keep = 0 if restore else self._common_prefix(boundaries, master_last)
         self.synced = (peer, term)
+        self._expected_next = None  # until the rollback is done and the stream asked for
         self.synced_at = time.monotonic()
 
         def rolled_back() -> None:
@@ -107,6 +111,8 @@ class Follower:
         if peer != core.master or term != core.term or self.synced != (peer, term):
             return
         core.master_seen = now
+        if self._expected_next is None:
+            return  # an earlier stream's, while this sync's rollback runs
         first = int(msg["first"])
         frames = split_frames(payload)
         if first > self._expected_next:

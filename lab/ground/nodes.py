@@ -77,12 +77,16 @@ class TargetTraits:
     """What a run needs to know of its target beyond its name: how much longer than
     broker_ref's (for which the predictions' bounds are set) its elections and its nodes'
     restarts take, and where its known deviations from the documents are declared
-    (a TOML file, lab.judge.deviations; None: none declared)."""
+    (a TOML file, lab.judge.deviations; None: none declared), and which of broker_ref's
+    own codes its logs can show."""
 
     name: str = "broker_ref"
     election_allowance_s: float = 0.0
     restart_allowance_s: float = 0.0
     deviations: str | None = None
+    # broker_ref's own codes (REF-) this target's log lines are read as: events it logs
+    # without a code of its own (lab.targets.brokerj.target's LAB_EVENTS)
+    lab_codes: frozenset[str] = frozenset()
 
 
 BROKER_REF_TRAITS = TargetTraits()  # the target the predictions' bounds are set for

@@ -145,6 +145,10 @@ class GroupSettings:
     `mode` is how the group comes to have a master: `replicated-group` (the Java
     broker's: its nodes elect one) or `active-passive` (the C++ broker's: a cluster
     manager promotes one; `active_passive` holds that cluster's settings).
+
+    `target_context` maps a target's name to settings its nodes take as they are, for
+    situations a target's defaults hide (Broker-J: context variables of the virtual host
+    node, such as JE's `je.log.fileMax`); a target reads only its own.
     """
 
     priority: Mapping[str, int] = field(default_factory=dict)
@@ -156,6 +160,7 @@ class GroupSettings:
     rep_stream_timeout_s: float = 3600.0
     mode: Mode = REPLICATED_GROUP
     active_passive: ActivePassiveSettings = field(default_factory=ActivePassiveSettings)
+    target_context: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -173,6 +178,10 @@ class GroupSettings:
         out["priority"] = dict(self.priority)
         out["designated_primary"] = list(self.designated_primary)
         out["active_passive"] = self.active_passive.to_json()
+        if self.target_context:
+            out["target_context"] = {t: dict(c) for t, c in self.target_context.items()}
+        else:
+            del out["target_context"]  # (absent: a run without one keeps its spec as it was)
         return out
 
     @staticmethod
@@ -183,6 +192,10 @@ class GroupSettings:
         fields["active_passive"] = ActivePassiveSettings.from_json(
             dict(fields.get("active_passive") or {})
         )
+        fields["target_context"] = {
+            str(t): {str(k): str(v) for k, v in dict(c).items()}
+            for t, c in dict(fields.get("target_context") or {}).items()
+        }
         return GroupSettings(**fields)
 
 

@@ -70,7 +70,11 @@ class LogSeen:
     def unmet(self, facts: RunFacts) -> str | None:
         node = None if self.node is None else facts.node(self.node)
         since = None if self.after is None else facts.moment(self.after)
-        if self.code.startswith(OWN_CODE_PREFIX) and facts.target.name != "broker_ref":
+        if (
+            self.code.startswith(OWN_CODE_PREFIX)
+            and facts.target.name != "broker_ref"
+            and self.code not in facts.target.lab_codes
+        ):
             return (
                 f"{UNCHECKABLE} {self.code} is broker_ref's own log code; {facts.target.name} "
                 "writes none for this event, so its logs cannot show it"

@@ -38,7 +38,7 @@ from lab.ground.spec import (
     Workload,
     parse_seed,
 )
-from lab.run.spec_values import check_names, check_section
+from lab.run.spec_values import check_names, check_section, check_target_context
 
 __all__ = ["INCIDENT", "load_edited_spec", "load_incident", "validate_spec"]
 
@@ -117,6 +117,7 @@ def _group(raw: Mapping[str, Any]) -> GroupSettings:
         raise UsageError(f"group.active_passive.{unknown[0]}: unknown setting")
     check_section("group", fields)
     check_section("group.active_passive", settings)
+    check_target_context(fields.get("target_context"))
     return GroupSettings.from_json(fields)
 
 

@@ -18,7 +18,7 @@ from lab.ground.cluster_settings import ActivePassiveSettings
 from lab.ground.errors import UsageError
 from lab.ground.spec import GroupSettings, SideQueue, Topology, Workload
 
-__all__ = ["check_names", "check_section"]
+__all__ = ["check_names", "check_section", "check_target_context"]
 
 # The smallest value a setting may have: (bound, inclusive).
 _RANGES: dict[str, tuple[float, bool]] = {
@@ -111,3 +111,18 @@ def check_names(group: Mapping[str, Any], nodes: tuple[str, ...]) -> None:
     for node in designated:
         if node not in nodes:
             raise UsageError(f"group.designated_primary: no node named {node!r}")
+
+
+def check_target_context(value: object) -> None:
+    """`group.target_context`: a table per target of settings, each a string."""
+    if value is None:
+        return
+    if not isinstance(value, Mapping):
+        raise UsageError("group.target_context: must be a table of target = {setting = value}")
+    for target, settings in value.items():
+        where = f"group.target_context.{target}"
+        if not isinstance(settings, Mapping):
+            raise UsageError(f'{where}: must be a table of setting = "value"')
+        for key, setting in settings.items():
+            if not isinstance(setting, str):
+                raise UsageError(f"{where}.{key}: must be a string, not {setting!r}")

@@ -109,6 +109,11 @@ def check_plan(cluster: ClusterPlan) -> None:
         raise UsageError(f"group settings name unknown nodes: {', '.join(unknown)}")
     if settings.designated_primary and size != 2:
         raise UsageError("designated primary applies only to a group of two nodes (the seeds)")
+    if settings.target_context.get("broker_ref"):
+        raise UsageError(
+            "group.target_context.broker_ref: broker_ref takes no settings of its own; "
+            "its nodes are configured by the group settings' fields"
+        )
     if len(settings.designated_primary) > 1:
         raise UsageError("designating both nodes primary is refused at start-up (the seeds)")
     if any(not 0 <= p <= 3 for p in settings.priority.values()):

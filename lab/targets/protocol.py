@@ -239,6 +239,15 @@ class DeclaresDeviations(Protocol):
     def deviations_file(self) -> Path: ...
 
 
+@runtime_checkable
+class ReadsLabCodes(Protocol):
+    """A target whose log parser reads some uncoded lines as broker_ref's codes for the
+    same event (so one prediction names both)."""
+
+    @property
+    def lab_codes(self) -> frozenset[str]: ...
+
+
 def traits_of(target: Target) -> TargetTraits:
     """What a run needs to know of the target besides how to start it (lab.ground.nodes)."""
     declared = target.deviations_file if isinstance(target, DeclaresDeviations) else None
@@ -247,4 +256,5 @@ def traits_of(target: Target) -> TargetTraits:
         target.election_allowance_s,
         target.restart_allowance_s,
         None if declared is None else str(declared),
+        target.lab_codes if isinstance(target, ReadsLabCodes) else frozenset(),
     )

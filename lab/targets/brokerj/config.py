@@ -12,7 +12,8 @@ the same command on the same folder.
     virtualhostnode BDB_HA: group, own address, helper (the first node), permitted nodes
                     (every node planned, spares included: a spare started later joins
                     through the helper), priority, designatedPrimary, quorumOverride; the
-                    group's timings as JE parameters in its context (`je_timings`)
+                    group's timings as JE parameters in its context (`je_timings`), with
+                    the group settings' `target_context` for this target last
     virtualhost     BDB_HA: local/remote transaction sync policies, coalescing-sync, and
                     queues created on first use (durable)
 
@@ -39,6 +40,7 @@ __all__ = [
     "je_timings",
 ]
 
+TARGET = "qpid-broker-j"  # its name in a group's target_context
 ACK_POLICY = "SIMPLE_MAJORITY"
 LOG_PATTERN = "%date{yyyy-MM-dd'T'HH:mm:ss.SSS} %level [{node}] %msg%n"
 MODEL_VERSION = "9.0"
@@ -191,7 +193,8 @@ def initial_config(
                 "designatedPrimary": node.name in settings.designated_primary,
                 "quorumOverride": settings.quorum_override,
                 "storePath": str(node.data_dir / "store"),
-                "context": je_timings(settings),
+                # a scenario's own settings last: what the situation needs wins
+                "context": {**je_timings(settings), **settings.target_context.get(TARGET, {})},
                 "virtualHostInitialConfiguration": json.dumps(virtualhost),
             }
         ],

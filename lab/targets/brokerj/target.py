@@ -32,11 +32,29 @@ DEVIATIONS = Path(__file__).resolve().parent / "deviations.toml"
 
 # 2026-11-21T18:30:47.017 INFO [n1] [Broker] [grp(/lab)] HA-1010 : Role change reported: …
 _LINE = re.compile(r"^(\S+) (\w+) \[([^\]\s]+)\] (?:\[[^\]]*\] )*([A-Z]{2,4}-\d{4}) : (.*)$")
+_UNCODED = re.compile(r"^(\S+) (\w+) \[([^\]\s]+)\] (.*)$")
+# Events Broker-J logs without an operational code, read as broker_ref's code for the
+# same event (broker_ref/oplog.py), each by the exact text Broker-J writes.
+LAB_EVENTS = {
+    # ReplicatedEnvironmentFacade, on JE's InsufficientLogException: a network restore
+    "REF-1004": "The log files of this node are too old. Network restore will begin now.",
+}
 
 
 def parse_brokerj_line(line: str) -> LogRecord | None:
-    """One line of the console logger's pattern as a record; None for other lines."""
-    return match_log_line(_LINE, line)
+    """One line of the console logger's pattern as a record (an uncoded line only when it
+    is one of LAB_EVENTS); None for other lines."""
+    record = match_log_line(_LINE, line)
+    if record is not None:
+        return record
+    found = _UNCODED.match(line.rstrip("\n"))
+    if found is None:
+        return None
+    time, level, node, text = found.groups()
+    for code, said in LAB_EVENTS.items():
+        if text == said:
+            return LogRecord(time, level, node, code, text)
+    return None
 
 
 def _java_command(classpath: str, home: str, work: str, config: str) -> list[str]:
@@ -70,6 +88,7 @@ class BrokerJTarget(RestManagement):
     # the configured durability or queue auto-creation.
     founded_by_first_node = True
     deviations_file = DEVIATIONS
+    lab_codes = frozenset(LAB_EVENTS)
 
     def __init__(self, version: str = VERSION) -> None:
         self.version = version
