@@ -273,9 +273,15 @@ REJOIN_AFTER_RETENTION = Scenario(
     workload=Workload(producers=2, consumers=1, rate=100.0, duration_s=16.0, size=8192),
     group=GroupSettings(
         rep_stream_timeout_s=RETENTION_S,
-        # JE deletes a log file only once its cleaner has cleaned the whole file: with its
-        # default 10 MB files a master keeps all this run writes, and the replica rejoins
-        # by ordinary catch-up. With 1 MB files the master lets go of what it missed.
-        target_context={"qpid-broker-j": {"je.log.fileMax": "1000000"}},
+        # JE deletes a log file only once its cleaner has cleaned it and a checkpoint has
+        # passed: with its default 10 MB files and 20 MB between checkpoints a master keeps
+        # all this run writes, and the replica rejoins by ordinary catch-up. With 1 MB files
+        # and a checkpoint every 2 MB the master lets go of what the replica missed.
+        target_context={
+            "qpid-broker-j": {
+                "je.log.fileMax": "1000000",
+                "je.checkpointer.bytesInterval": "2000000",
+            }
+        },
     ),
 )
