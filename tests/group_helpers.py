@@ -15,6 +15,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from proton import Message
+from proton.utils import BlockingConnection
+
 from lab.ground.ports import free_ports
 
 REPO = Path(__file__).resolve().parent.parent
@@ -143,6 +146,17 @@ class LocalGroup:
             )
         )
         return next(n for n, r in roles.items() if r == "MASTER")
+
+    def send(self, name: str, count: int, prefix: str) -> None:
+        """Send durable messages to the node, each acknowledged (committed) before the next."""
+        conn = BlockingConnection(f"127.0.0.1:{self.ports[name][0]}", timeout=10)
+        try:
+            sender = conn.create_sender("q")
+            for i in range(count):
+                message = Message(id=f"{prefix}-{i}", body=b"x" * 100, durable=True)
+                sender.send(message, timeout=10)
+        finally:
+            conn.close()
 
     def oplog(self, name: str) -> str:
         return (self.root / name / "stdout.log").read_text()

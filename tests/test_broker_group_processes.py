@@ -7,22 +7,11 @@ from collections.abc import Callable
 
 import pytest
 from group_helpers import LocalGroup, until
-from proton import Message, ProtonException
-from proton.utils import BlockingConnection
+from proton import ProtonException
 
 
 def _depths(group: LocalGroup) -> dict[str, int]:
     return {n: group.request(n)[1]["queues"].get("q", {}).get("depth", 0) for n in group.configs}
-
-
-def _send(port: int, count: int, prefix: str) -> None:
-    conn = BlockingConnection(f"127.0.0.1:{port}", timeout=10)
-    try:
-        sender = conn.create_sender("q")
-        for i in range(count):
-            sender.send(Message(id=f"{prefix}-{i}", body=b"x" * 100, durable=True), timeout=10)
-    finally:
-        conn.close()
 
 
 @pytest.mark.processes
@@ -31,14 +20,14 @@ def test_a_group_elects_one_master_replicates_and_fails_over(
 ) -> None:
     group = make_group(3)
     master = group.master()
-    _send(group.ports[master][0], 30, "a")
+    group.send(master, 30, "a")
     until(lambda: _depths(group), lambda d: d == {n: 30 for n in group.configs})
     replica = next(n for n in group.configs if n != master)
     assert group.request(replica)[1]["role"] == "REPLICA"
     group.kill(master)
     new_master = group.master()
     assert new_master != master
-    _send(group.ports[new_master][0], 5, "b")
+    group.send(new_master, 5, "b")
     assert group.request(new_master)[1]["queues"]["q"]["depth"] == 35
     group.start(master)
     group.wait_for(lambda r: r.get(master) == "REPLICA")
@@ -82,7 +71,7 @@ def test_transfer_master_moves_mastership(make_group: Callable[..., LocalGroup])
     group = make_group(3)
     master = group.master()
     chosen = next(n for n in group.configs if n != master)
-    _send(group.ports[master][0], 10, "t")
+    group.send(master, 10, "t")
     assert group.request(chosen, "POST", {"role": "MASTER"})[0] == 200
     group.wait_for(lambda r: r.get(chosen) == "MASTER" and r.get(master) == "REPLICA")
     assert "HA-1007" in group.oplog(master)
@@ -123,15 +112,15 @@ def test_quorum_loss_stops_service_and_override_restores_it(
 ) -> None:
     group = make_group(3)
     master = group.master()
-    _send(group.ports[master][0], 5, "q")
+    group.send(master, 5, "q")
     others = [n for n in group.configs if n != master]
     group.kill(master)
     group.kill(others[0])
     survivor = others[1]
     group.wait_for(lambda r: r.get(survivor) == "WAITING")
     with pytest.raises(ProtonException):  # refused or closed: no service
-        _send(group.ports[survivor][0], 1, "refused")
+        group.send(survivor, 1, "refused")
     assert group.request(survivor, "POST", {"quorumOverride": 1})[0] == 200
     group.wait_for(lambda r: r.get(survivor) == "MASTER")
-    _send(group.ports[survivor][0], 1, "after")
+    group.send(survivor, 1, "after")
     assert group.request(survivor)[1]["queues"]["q"]["depth"] == 6

@@ -11,8 +11,6 @@ from pathlib import Path
 
 import pytest
 from group_helpers import LocalGroup, until
-from proton import Message
-from proton.utils import BlockingConnection
 
 from broker_ref.config import parse_config
 from broker_ref.errors import ConfigError, StoreError
@@ -104,17 +102,6 @@ def test_the_configured_members_are_checked() -> None:
 # -- real node processes ------------------------------------------------------------------
 
 
-def _send(group: LocalGroup, node: str, count: int, prefix: str) -> None:
-    """Send durable messages, each acknowledged (committed) before the next."""
-    conn = BlockingConnection(f"127.0.0.1:{group.ports[node][0]}", timeout=10)
-    try:
-        sender = conn.create_sender("q")
-        for i in range(count):
-            sender.send(Message(id=f"{prefix}-{i}", body=b"x" * 100, durable=True), timeout=10)
-    finally:
-        conn.close()
-
-
 def _txid(group: LocalGroup, node: str) -> int:
     status, body = group.request(node)
     return int(body["lastKnownReplicationTransactionId"]) if status == 200 else -1
@@ -137,7 +124,7 @@ def test_a_newcomer_is_added_catches_up_and_its_acknowledgements_count(
     group.start("n1")
     group.start("n2")
     master = group.master()
-    _send(group, master, 20, "before")
+    group.send(master, 20, "before")
     group.start("n3")
     roles = group.wait_for(lambda r: r.get("n3") == "REPLICA")
     assert roles[master] == "MASTER"
@@ -151,7 +138,7 @@ def test_a_newcomer_is_added_catches_up_and_its_acknowledgements_count(
     # With the other first member gone, the master commits on the newcomer's
     # acknowledgement alone: 2 of 3 members. (In the group of two it could not.)
     group.kill(other)
-    _send(group, master, 5, "after")
+    group.send(master, 5, "after")
     assert group.roles()[master] == "MASTER"
 
 
@@ -176,7 +163,7 @@ def test_a_stopped_node_is_removed_for_good_and_its_name_refused(
     assert f"HA-1004 : Removed : Node : '{gone}'" in group.oplog(master)
     assert _members_seen_by(group, master) == [last]
     assert _delete(group, master, gone)[0] == 404  # no longer a member
-    _send(group, master, 5, "two-left")
+    group.send(master, 5, "two-left")
     # Started again, the removed node learns it is out and takes no part.
     group.start(gone)
     until(lambda: group.oplog(gone), lambda log: "REF-1011 : Removed from group" in log)
