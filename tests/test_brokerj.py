@@ -7,6 +7,8 @@ cached); a machine without Maven or Java skips with that reason.
 from __future__ import annotations
 
 import shutil
+import subprocess
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -122,7 +124,13 @@ def test_management_changes_a_node_attribute_and_refuses_a_bad_password(
 
 
 @pytest.mark.processes
-def test_node_links_cannot_be_cut_on_local_jvms(tmp_path: Path) -> None:
+def test_node_links_cannot_be_cut_on_local_jvms_without_root(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lab.backends.process import cluster as process_cluster
+    from lab.backends.process.peer_filter import NOT_ROOT
+
+    monkeypatch.setattr(process_cluster, "peer_filter_refusal", lambda: NOT_ROOT)
     cluster = make_cluster(
         "process",
         make_target("qpid-broker-j"),
@@ -131,8 +139,61 @@ def test_node_links_cannot_be_cut_on_local_jvms(tmp_path: Path) -> None:
         tmp_path,
         group=GroupSettings(designated_primary=("n1",)),
     )
-    with pytest.raises(ClusterError, match="cut only on the Docker backend"):
+    with pytest.raises(ClusterError, match="cut only as root"):
         cluster.set_link("n1_to_n2", False)
+
+
+def _wait_for_log(events: _Events, node: str, code: str, text: str, after: int) -> int:
+    """The index of the first `broker.log` event from `node` past `after` with `code` whose
+    text holds `text`; fails after 60 s without one."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        for index, (kind, source, fields) in enumerate(events.seen[after:], start=after):
+            if (kind, source, fields.get("code")) == ("broker.log", node, code) and text in str(
+                fields.get("text")
+            ):
+                return index
+        time.sleep(0.2)
+    raise AssertionError(f"no {code} {text!r} from {node} within 60 s")
+
+
+@pytest.mark.processes
+def test_a_node_link_is_cut_between_local_jvms_at_their_own_addresses(tmp_path: Path) -> None:
+    from lab.backends.process.peer_filter import peer_filter_refusal
+
+    refusal = peer_filter_refusal()
+    if refusal is not None:
+        pytest.skip(f"node links between local JVMs: {refusal}")
+    events = _Events()
+    cluster = make_cluster(
+        "process",
+        make_target("qpid-broker-j"),
+        Topology(nodes=2),
+        Durability(),
+        tmp_path,
+        events=events,
+        group=GroupSettings(designated_primary=("n1",)),
+    )
+    assert isinstance(cluster, ProcessCluster)
+    try:
+        cluster.start()
+        assert cluster.plan is not None and cluster.peer_filter is not None
+        hosts = [plan.replication_host for plan in cluster.plan.nodes]
+        assert all(h.startswith("127.77.") for h in hosts) and len(set(hosts)) == 2
+        joined = _wait_for_log(events, "n1", "HA-1010", f"({hosts[1]}:", 0)  # n2 at its address
+        cluster.set_link("n1_to_n2", False)
+        assert cluster.peer_filter.is_cut("n1", "n2")
+        left = _wait_for_log(events, "n1", "HA-1006", "'n2'", joined)  # JE lost n2
+        cluster.set_link("n1_to_n2", True)
+        assert not cluster.peer_filter.is_cut("n1", "n2")
+        _wait_for_log(events, "n1", "HA-1005", "'n2'", left)  # and n2 joined again
+        filtered = [f["enabled"] for k, _, f in events.seen if k == "link.filter"]
+        assert filtered == [False, True]
+    finally:
+        cluster.stop()
+    rules = subprocess.run(["iptables", "-w", "-t", "raw", "-S"], capture_output=True, text=True)
+    assert cluster.peer_filter.label not in rules.stdout
+    assert not cluster.peer_filter.base.exists()
 
 
 @pytest.mark.processes
@@ -140,7 +201,7 @@ def test_node_links_cannot_be_cut_on_local_jvms(tmp_path: Path) -> None:
     ("scenario", "backend", "says"),
     [
         ("replica-gc-stall-all", "process", "fixes the replica acknowledgement policy"),
-        ("partition-and-recovery", "process", "cut only on the Docker backend"),
+        ("partition-and-recovery", "process", "cut only as root"),
         ("durability-matrix", "docker", "no proxy can slow them"),
     ],
 )
@@ -150,9 +211,13 @@ def test_a_scenario_broker_j_cannot_run_is_refused_in_one_line(
     says: str,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    from lab.backends.process import cluster as process_cluster
+    from lab.backends.process.peer_filter import NOT_ROOT
     from lab.cli.main import main
 
+    monkeypatch.setattr(process_cluster, "peer_filter_refusal", lambda: NOT_ROOT)  # as non-root
     argv = ["run", scenario, "--target", "qpid-broker-j", "--backend", backend, "--seed", "1"]
     assert main([*argv, "--runs-dir", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()

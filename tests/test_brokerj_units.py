@@ -101,7 +101,12 @@ def test_an_acknowledgement_policy_broker_j_does_not_offer_is_refused() -> None:
         check_durability(Durability("SYNC", "SYNC", "ALL", coalescing_sync=False))
 
 
-def test_broker_j_nodes_get_client_proxies_only(tmp_path: Path) -> None:
+def test_broker_j_nodes_get_client_proxies_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lab.backends.process import cluster as process_cluster
+    from lab.backends.process.peer_filter import NOT_ROOT
+
     names = ("n1", "n2")
     assert [link.name for link in links_for(names, peer_links=False)] == [
         "client_to_n1",
@@ -109,6 +114,7 @@ def test_broker_j_nodes_get_client_proxies_only(tmp_path: Path) -> None:
     ]
     assert split_node_link("n1_to_n2") == ("n1", "n2")
     assert split_node_link("client_to_n1") is None
+    monkeypatch.setattr(process_cluster, "peer_filter_refusal", lambda: NOT_ROOT)
     cluster = ProcessCluster(
         Topology(nodes=2), Durability(), BrokerJTarget(), tmp_path, events=NoEvents()
     )
@@ -167,7 +173,7 @@ def test_a_tarball_that_is_not_broker_j_leaves_nothing_behind(
 
 
 def test_a_schedule_that_needs_node_links_is_refused_before_anything_starts(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from faults.preflight import preflight
     from lab.backends.docker.cluster import DockerCluster
@@ -189,9 +195,22 @@ def test_a_schedule_that_needs_node_links_is_refused_before_anything_starts(
         id="f2",
         params={"latency_ms": 150},
     )
-    on_processes = ProcessCluster(Topology(nodes=2), Durability(), BrokerJTarget(), tmp_path)
-    with pytest.raises(UsageError, match="cut only on the Docker backend"):
-        preflight(on_processes, [partition])
+    from lab.backends.process import cluster as process_cluster
+
+    monkeypatch.setattr(process_cluster, "peer_filter_refusal", lambda: "only as root, say")
+    not_root = ProcessCluster(Topology(nodes=2), Durability(), BrokerJTarget(), tmp_path)
+    with pytest.raises(UsageError, match="have no proxy: only as root, say"):
+        preflight(not_root, [partition])
+    monkeypatch.setattr(process_cluster, "peer_filter_refusal", lambda: None)
+    as_root = ProcessCluster(Topology(nodes=2), Durability(), BrokerJTarget(), tmp_path)
+    preflight(as_root, [partition])  # each JVM at its own address, a packet filter between
+    with pytest.raises(UsageError, match="no proxy can slow them"):
+        preflight(as_root, [latency])
+    left_up = ProcessCluster(
+        Topology(nodes=2), Durability(), BrokerJTarget(), tmp_path, detached=True
+    )
+    with pytest.raises(UsageError, match="not on a cluster `lab up` leaves running"):
+        preflight(left_up, [partition])
     in_containers = DockerCluster(Topology(nodes=2), Durability(), BrokerJTarget(), tmp_path)
     preflight(in_containers, [partition])  # a packet filter in the node cuts it
     with pytest.raises(UsageError, match="no proxy can slow them"):

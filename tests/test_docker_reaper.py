@@ -172,6 +172,7 @@ def test_what_could_not_be_cleared_is_logged_for_the_next_command(
     monkeypatch.setattr(reaper, "_FIRST_WAIT_S", 0.0)
     monkeypatch.setattr(orphans, "_settle_folders", list)
     monkeypatch.setattr(orphans, "_reap_disks", list)
+    monkeypatch.setattr(orphans, "_reap_peer_filters", list)
     monkeypatch.setenv("DOCKER_HOST", "unix:///nowhere")
     log = tmp_path / ".lab" / "orphans.log"
     orphans.clear_orphans(log)

@@ -205,18 +205,18 @@ class ClusterBase(Generic[N]):
             raise ClusterError("Toxiproxy is not running")
         return self.toxiproxy
 
-    # Whether this backend cuts node→node links that have no proxy (in the nodes).
+    # Whether this cluster cuts node→node links that have no proxy (by packet filters).
     filters_peer_links = False
+
+    def _cut_refusal(self) -> str:
+        """Where node→node links without a proxy can be cut, said when this cluster cannot."""
+        return "they can be cut only on the Docker backend (a packet filter in the node)"
 
     def _peer_links_refusal(self, how: str) -> str | None:
         """Why node→node links cannot be `cut` (or `slow`ed) on this cluster; None if they can."""
         if self.target.proxied_peer_links or (how == "cut" and self.filters_peer_links):
             return None
-        where = (
-            "they can be cut only on the Docker backend (a packet filter in the node)"
-            if how == "cut"
-            else "no proxy can slow them"
-        )
+        where = self._cut_refusal() if how == "cut" else "no proxy can slow them"
         return (
             f"{self.target.name} nodes reach each other at the addresses they advertise to "
             f"the group, so node→node links have no proxy: {where}"
@@ -231,6 +231,13 @@ class ClusterBase(Generic[N]):
 
     def require_link(self, name: str) -> str:
         """The name of a link this cluster can cut; a ClusterError when there is none."""
+        ends = split_node_link(name)
+        if ends is not None and not self.target.proxied_peer_links and self.filters_peer_links:
+            for node in ends:
+                self.node(node)
+            if ends[0] == ends[1]:
+                raise ClusterError(f"no link named {name!r}")
+            return name
         return self._require(name, "cut")
 
     def require_proxy(self, name: str) -> str:

@@ -1,7 +1,8 @@
 """What runs killed with SIGKILL left behind, cleared at the start of every `lab` command:
 their folders get their result.json (lab.run.active), and their containers, networks and
 volumes — found by their labels, whose owner process is gone — are removed, and so are the
-tmpfs node disks a killed lab mounted on local processes (`lab-disk:<pid>`). Processes
+tmpfs node disks a killed lab mounted on local processes (`lab-disk:<pid>`), and the packet
+filter rules and cgroups it made to cut node links between them (`lab-peers:<pid>.<k>`). Processes
 need nothing here: each dies with the lab process that started it (PR_SET_PDEATHSIG),
 and Toxiproxy's toxics with Toxiproxy."""
 
@@ -35,6 +36,7 @@ def clear_orphans(log: Path | None = None) -> list[str]:
 
     attempt("run folders", _settle_folders)
     attempt("node disks", _reap_disks)
+    attempt("node link filters", _reap_peer_filters)
     if os.environ.get("DOCKER_HOST") or _SOCKET.exists():
         attempt("containers", _reap_containers)
     if problems and log is not None:
@@ -54,6 +56,12 @@ def _reap_disks() -> list[str]:
     from lab.backends.process.disks import reap_disks
 
     return [f"node disk {point} (its lab is gone)" for point in reap_disks()]
+
+
+def _reap_peer_filters() -> list[str]:
+    from lab.backends.process.peer_filter import reap_peer_filters
+
+    return [f"{what} (its lab is gone)" for what in reap_peer_filters()]
 
 
 def _reap_containers() -> list[str]:

@@ -21,6 +21,9 @@ class NodePlan:
     replication_port: int
     data_dir: Path
     node_dir: Path
+    # The host of the replication address the node listens on and advertises to its peers
+    # (a JVM node on local processes: an address of its own, lab.backends.process.peer_filter).
+    replication_host: str = "127.0.0.1"
 
 
 @dataclass(frozen=True)

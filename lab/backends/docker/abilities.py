@@ -49,16 +49,6 @@ class ContainerAbilities(ManagedCluster[NodeContainer]):
 
     filters_peer_links = True
 
-    def require_link(self, name: str) -> str:
-        ends = split_node_link(name)
-        if ends is not None and not self.target.proxied_peer_links:
-            for node in ends:
-                self.node(node)
-            if ends[0] == ends[1]:
-                raise ClusterError(f"no link named {name!r}")
-            return name
-        return super().require_link(name)
-
     def set_link(self, name: str, enabled: bool) -> None:
         """A proxied link through Toxiproxy; a direct node→node link by a packet filter in
         its source node (lab.backends.docker.node_filter), both ways between the pair."""

@@ -1,4 +1,9 @@
-"""The process backend: Toxiproxy and every node as local processes on 127.0.0.1."""
+"""The process backend: Toxiproxy and every node as local processes on 127.0.0.1.
+
+A target whose nodes reach each other at the addresses they advertise (Broker-J) gets,
+as root, a loopback address of its own for each node's replication, so that a packet
+filter can cut a pair (lab.backends.process.peer_filter).
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ from typing import Any
 from lab.backends.managed import VIP, ManagedCluster
 from lab.backends.process.disks import NodeDisks, disk_refusal
 from lab.backends.process.node import NodeProcess
+from lab.backends.process.peer_filter import PeerFilter, node_address, peer_filter_refusal
 from lab.backends.toxiproxy import ProxyInfo, ToxiproxyClient, start_server
 from lab.ground.children import popen_options
 from lab.ground.errors import ClusterError, LabError
@@ -17,7 +23,7 @@ from lab.ground.events import Events, NoEvents
 from lab.ground.nodes import ClusterPlan, NodePlan
 from lab.ground.ports import HOST, require_free
 from lab.ground.spec import Durability, GroupSettings, Topology
-from lab.ground.topology import Link, client_link, links_for
+from lab.ground.topology import Link, client_link, links_for, split_node_link
 from lab.targets.protocol import JvmTarget, Target, run_command
 
 __all__ = ["ProcessCluster"]
@@ -64,6 +70,11 @@ class ProcessCluster(ManagedCluster[NodeProcess]):
         self._reserved: list[int] = []
         # Size-limited data disks, only for a run whose schedule fills one (J12): as root.
         self.disks = None if disk_mb is None else NodeDisks(disk_mb)
+        # Node→node links without proxies, cut by packet filters: as root, not for `lab up`.
+        self.filters_peer_links = (
+            not target.proxied_peer_links and not detached and peer_filter_refusal() is None
+        )
+        self.peer_filter: PeerFilter | None = None
 
     # -- life cycle ---------------------------------------------------------------------------
 
@@ -99,18 +110,26 @@ class ProcessCluster(ManagedCluster[NodeProcess]):
         assert self.toxiproxy is not None
         names = self.topology.node_names
         ports = self._take_ports(3 * len(names) + len(self.links))
+        if self.filters_peer_links:
+            self.peer_filter = PeerFilter()
         node_plans = []
         for i, name in enumerate(names):
             node_dir = self.work_dir / "nodes" / name
             node_dir.mkdir(parents=True, exist_ok=True)
+            replication_port = ports[3 * i + 2]
+            host = HOST
+            if self.peer_filter is not None:
+                host = node_address(replication_port)
+                self.peer_filter.add_node(name, host)
             node_plans.append(
                 NodePlan(
                     name=name,
                     amqp_port=ports[3 * i],
                     management_port=ports[3 * i + 1],
-                    replication_port=ports[3 * i + 2],
+                    replication_port=replication_port,
                     data_dir=node_dir / "data",
                     node_dir=node_dir,
+                    replication_host=host,
                 )
             )
         by_name = {p.name: p for p in node_plans}
@@ -164,6 +183,8 @@ class ProcessCluster(ManagedCluster[NodeProcess]):
 
         def make(plan: NodePlan) -> NodeProcess:
             command = self.target.command(cluster, plan)
+            if self.peer_filter is not None:
+                command = self.peer_filter.wrap(plan.name, command)
             return NodeProcess(plan, command, self.target, self.events, self.detached)
 
         self._start_in_order(make)
@@ -188,10 +209,31 @@ class ProcessCluster(ManagedCluster[NodeProcess]):
                 self.toxiproxy_proc.wait()
             self.events.emit("toxiproxy.stop", None)
         self._release_ports()
-        if self.disks is not None:
-            errors = self.disks.unmount_all()
-            if errors:
-                raise ClusterError("; ".join(errors))
+        errors = [] if self.disks is None else self.disks.unmount_all()
+        if self.peer_filter is not None:
+            errors.extend(self.peer_filter.remove())
+        if errors:
+            raise ClusterError("; ".join(errors))
+
+    # -- node→node links by packet filters -----------------------------------------------------
+
+    def _cut_refusal(self) -> str:
+        if self.detached:
+            return "not on a cluster `lab up` leaves running; they can be cut in a run"
+        return peer_filter_refusal() or super()._cut_refusal()
+
+    def set_link(self, name: str, enabled: bool) -> None:
+        """A proxied link through Toxiproxy; a direct node→node link by the packet filter
+        between the pair's own addresses, both ways."""
+        ends = split_node_link(self.require_link(name))
+        if ends is None or self.target.proxied_peer_links or self.peer_filter is None:
+            super().set_link(name, enabled)
+            return
+        if enabled:
+            self.peer_filter.heal(*ends)
+        else:
+            self.peer_filter.cut(*ends)
+        self.events.emit("link.filter", ends[0], link=name, peer=ends[1], enabled=enabled)
 
     # -- size-limited disks (DiskFillable) ------------------------------------------------------
 

@@ -3,8 +3,9 @@
 Clients reach each node through its Toxiproxy proxy, as for every target. Nodes reach
 each other at the replication address they advertise to the group (Berkeley DB JE
 records one address per node), so node→node links do not run through per-pair
-proxies: on local processes they cannot be cut; in containers the Docker backend
-cuts them inside the nodes' network namespaces (lab.backends.docker.node_filter).
+proxies: on local processes, as root, each JVM gets a loopback address of its own and
+a packet filter cuts a pair (lab.backends.process.peer_filter); in containers the Docker
+backend cuts them inside the nodes' network namespaces (lab.backends.docker.node_filter).
 """
 
 from __future__ import annotations
@@ -113,7 +114,7 @@ class BrokerJTarget(RestManagement):
         check_group(cluster)
         if shutil.which("java") is None:
             raise SetupError("Broker-J needs a Java runtime: install openjdk-17-jdk-headless")
-        address_of = {p.name: f"{HOST}:{p.replication_port}" for p in cluster.nodes}
+        address_of = {p.name: f"{p.replication_host}:{p.replication_port}" for p in cluster.nodes}
         config = initial_config(
             cluster, node, self.credentials, bind_host=HOST, address_of=address_of
         )
