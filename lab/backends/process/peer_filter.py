@@ -211,10 +211,11 @@ def _remove_rules(whose: Callable[[tuple[int, int]], bool]) -> tuple[list[str], 
             owner = _owner(line)
             if owner is None or not whose(owner):
                 continue
-            done = _iptables(table, "-D", *shlex.split(line.removeprefix("-A ")))
+            spec = shlex.split(line.removeprefix("-A "))
+            done = _iptables(table, "-D", *spec)
             if done.returncode == 0:
                 removed.append(f"{table} {chain} rule of lab {owner[0]}")
-            else:
+            elif _iptables(table, "-C", *spec).returncode == 0:  # else another lab got it first
                 problems.append(f"cannot delete {table} {line}: {done.stderr.strip()}")
     return removed, problems
 
@@ -222,11 +223,15 @@ def _remove_rules(whose: Callable[[tuple[int, int]], bool]) -> tuple[list[str], 
 def _remove_cgroups(base: Path) -> list[str]:
     """rmdir the node cgroups under `base` and `base` itself; the problems."""
     problems: list[str] = []
-    if not base.is_dir():
-        return problems
-    for node in sorted(p for p in base.iterdir() if p.is_dir()):
+    try:
+        nodes = sorted(p for p in base.iterdir() if p.is_dir())
+    except FileNotFoundError:
+        return problems  # never made, or another lab removed it
+    for node in nodes:
         try:
             node.rmdir()
+        except FileNotFoundError:
+            continue
         except OSError as exc:
             problems.append(f"cannot remove cgroup {node}: {exc.strerror}")
     with contextlib.suppress(OSError):
@@ -251,8 +256,9 @@ def reap_peer_filters() -> list[str]:
     removed, problems = _remove_rules(lambda owner: not _alive(owner[0]))
     root = cgroup2_root()
     folder = None if root is None else root / PREFIX
-    if folder is not None and folder.is_dir():
-        for base in sorted(p for p in folder.iterdir() if p.is_dir()):
+    with contextlib.suppress(FileNotFoundError):
+        bases = [] if folder is None else sorted(p for p in folder.iterdir() if p.is_dir())
+        for base in bases:
             pid = base.name.split(".")[0]
             if pid.isdigit() and not _alive(int(pid)):
                 left = _remove_cgroups(base)
