@@ -4,6 +4,10 @@ with Nemesis(cluster, events=..., log=...) as nemesis:
     nemesis.run(schedule, started_at=..., keep_going=...)
 # leaving the block heals whatever is still applied, also on Ctrl-C or an exception
 
+A heal the target refuses in a state the run led it to (`HealRefused`) is recorded, as
+`ok: false` and a `fault.end` event with its `error` and `refused: true`, and the run goes
+on; any other failed heal is raised.
+
 Starts that fall at one moment strike together: each on its own thread, once every
 selector is resolved (a slow `docker kill` must not leave the other victims standing).
 
@@ -25,7 +29,7 @@ from typing import Any
 
 from faults.abilities import Reporting, Roled
 from faults.catalog import FAULTS
-from faults.fault import Fault
+from faults.fault import Fault, HealRefused
 from faults.selectors import resolve_op
 from lab.ground.errors import LabError
 from lab.ground.events import Events, NoEvents
@@ -235,9 +239,22 @@ class Nemesis:
         run: Callable[[], None],
         stop_op: FaultOp,
         planned: FaultOp | None = None,
-    ) -> None:
+    ) -> bool:
+        """Run a heal and record it; False when the target refused it (`HealRefused`)."""
         try:
             run()
+        except HealRefused as exc:  # recorded; the run goes on (faults.fault)
+            self._record(stop_op, False, str(exc), planned=planned)
+            self.events.emit(
+                "fault.end",
+                None,
+                id=start_op.id,
+                fault=start_op.fault,
+                error=str(exc),
+                refused=True,
+            )
+            self._on_change("refused", start_op)
+            return False
         except Exception as exc:
             self._record(stop_op, False, str(exc), planned=planned)
             self.events.emit(
@@ -250,6 +267,7 @@ class Nemesis:
             "fault.end", None, id=start_op.id, fault=start_op.fault, target=start_op.target
         )
         self._on_change("healed", start_op)
+        return True
 
     def apply(self, op: FaultOp) -> None:
         if op.action == "start":
@@ -305,8 +323,8 @@ class Nemesis:
                 params=heal.op.params,
             )
             try:
-                self._run_heal(heal.op, heal.run, stop_op=stop)
-                self.healed_at_end.append(heal.op.id)
+                if self._run_heal(heal.op, heal.run, stop_op=stop):
+                    self.healed_at_end.append(heal.op.id)
             except Exception as exc:  # every other heal must still run
                 errors.append(f"{heal.op.id} ({heal.op.fault} {heal.op.target}): {exc}")
         if errors:

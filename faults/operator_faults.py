@@ -1,6 +1,7 @@
 """Operator actions through the nodes' management API (lab.targets.management), each with its heal.
 
-    designate_primary   designatedPrimary true on the target; heal: false
+    designate_primary   designatedPrimary true on the target; heal: false (refused by a
+                        node out of the group: recorded, the run goes on)
     quorum_override     quorumOverride = params.value (default 1); heal: 0 (the default)
     set_priority        priority = params.value (0 Never … 3 Highest); heal: the value the
                         node reported just before
@@ -14,10 +15,13 @@ second transfer with its own effects, not a repair.
 from __future__ import annotations
 
 from faults.abilities import as_managed
-from lab.ground.errors import UsageError
+from faults.fault import HealRefused
+from lab.ground.errors import ClusterError, UsageError
 from lab.ground.faultops import FaultOp
 
 __all__ = ["DesignatePrimary", "QuorumOverride", "SetPriority", "TransferMaster"]
+
+DETACHED = "DETACHED"  # the role a Broker-J node reports once out of its group
 
 
 def _int_param(op: FaultOp, name: str, default: int, low: int, high: int) -> int:
@@ -34,13 +38,32 @@ def _int_param(op: FaultOp, name: str, default: int, low: int, high: int) -> int
 
 
 class DesignatePrimary:
+    """The heal clears the designation. A node out of the group (DETACHED: Broker-J's node
+    whose JE environment failed, as when two designated primaries meet after a partition,
+    "Conflicting Primary designations") refuses to change it until it is restarted: that
+    refusal is a `HealRefused`, with the node's answer; any other is raised as it is."""
+
     kind = "designate_primary"
 
     def apply(self, cluster: object, op: FaultOp) -> None:
         as_managed(cluster, self.kind).management(op.target).set_attributes(designatedPrimary=True)
 
     def heal(self, cluster: object, op: FaultOp) -> None:
-        as_managed(cluster, self.kind).management(op.target).set_attributes(designatedPrimary=False)
+        node = as_managed(cluster, self.kind).management(op.target)
+        try:
+            node.set_attributes(designatedPrimary=False)
+        except ClusterError as refused:
+            try:
+                role = node.node_attributes().get("role")
+            except ClusterError:
+                raise refused from None
+            # a refusal is an answer (it carries the node's status); a timeout is not
+            if role != DETACHED or getattr(refused, "status", None) is None:
+                raise
+            raise HealRefused(
+                f"{op.target} refused to clear designatedPrimary while {DETACHED} "
+                f"(out of the group until restarted): {refused}"
+            ) from refused
 
 
 class QuorumOverride:

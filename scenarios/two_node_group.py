@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 
 from lab.ground.faultops import FaultOp
-from lab.ground.spec import RunSpec, Topology, Workload
+from lab.ground.spec import GroupSettings, RunSpec, Topology, Workload
 from lab.judge.expectations import (
     LogSeen,
     RoleAtEnd,
@@ -175,5 +175,20 @@ SPLIT_BRAIN = Scenario(
         duration_s=14.0,
         consume_during_load=False,
         spread_producers=True,
+    ),
+    # JE makes a designated primary master alone only after a failed election round and a
+    # second one, each waiting out the silent peer: with its defaults (10 s open and read
+    # timeouts, electionsPrimaryRetries 2) the partition heals first, the replica never
+    # becomes master, and the two designated primaries meet at the heal (JE throws the
+    # replica out: "Conflicting Primary designations"). Broker-J's own HA tests set the
+    # retries to 0; short timeouts let both rounds fit in the partition.
+    group=GroupSettings(
+        target_context={
+            "qpid-broker-j": {
+                "je.rep.electionsPrimaryRetries": "0",
+                "je.rep.electionsOpenTimeout": "500 ms",
+                "je.rep.electionsReadTimeout": "500 ms",
+            }
+        },
     ),
 )

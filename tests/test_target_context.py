@@ -81,6 +81,31 @@ def test_j13_asks_broker_j_for_small_log_files() -> None:
     assert group.target_context["qpid-broker-j"]["je.log.fileMax"] == "1000000"
 
 
+def _seconds(duration: str) -> float:
+    value, unit = duration.split()
+    return float(value) * {"ms": 0.001, "s": 1.0}[unit]
+
+
+@pytest.mark.parametrize("seed", range(1, 21))
+def test_j5s_designated_replica_can_be_elected_within_the_partition(
+    tmp_path: Path, seed: int
+) -> None:
+    """JE elects a designated primary alone only after a failed round (none more with
+    electionsPrimaryRetries 0) and a second round, each waiting out the silent peer (its
+    open and read timeouts), once the replica has given up on its master (replicaTimeout)
+    and been designated. With JE's defaults (10 s timeouts, 2 retries) J5's partition
+    heals first and the split brain never forms; with the context, both rounds and a
+    second for the virtual host's recovery fit in every seed's partition."""
+    scenario = scenario_named("split-brain")
+    context = _context(tmp_path, scenario.group)
+    assert context["je.rep.electionsPrimaryRetries"] == "0"
+    a_round = sum(_seconds(context[f"je.rep.elections{t}Timeout"]) for t in ("Open", "Read"))
+    at = {(op.id, op.action): op.at_s for op in scenario.spec(seed).schedule}
+    given_up = at[("f2", "start")] + _seconds(context["je.rep.replicaTimeout"])
+    elected_by = max(given_up, at[("f4", "start")]) + 2 * a_round
+    assert elected_by + 1.0 <= at[("f2", "stop")]
+
+
 @pytest.mark.parametrize(
     ("table", "said"),
     [
