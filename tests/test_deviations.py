@@ -317,3 +317,22 @@ def test_the_verdict_table_is_made_from_the_suites_folders(tmp_path: Path) -> No
         "(lost 0, longest gap 25.4 s) |"
     )
     assert lines[4] == "| `primary-failure` | refused: no active-passive mode |"
+
+
+def test_a_broken_declaration_file_refuses_the_run_before_anything_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from lab.cli.main import main
+    from lab.targets.brokerj.target import BrokerJTarget
+
+    broken = tmp_path / "deviations.toml"
+    text = DEVIATIONS.read_text(encoding="utf-8")
+    first = text.index("[[deviation]]")
+    broken.write_text(text + text[first : text.index("[[deviation]]", first + 1)])
+    monkeypatch.setattr(BrokerJTarget, "deviations_file", broken)
+    runs = tmp_path / "runs"
+    argv = ["run", "master-failure", "--target", "qpid-broker-j", "--runs-dir", str(runs)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("lab: error:") and "is declared twice" in err[-1]
+    assert not list(runs.rglob("*"))  # no run folder, nothing written

@@ -29,6 +29,7 @@ from lab.ground.paths import LAB_ROOT
 from lab.ground.spec import RunSpec, git_revision
 from lab.judge.checker import CheckResult
 from lab.judge.columnar import write_columnar_copies
+from lab.judge.deviations import load_declarations
 from lab.judge.metrics import RunMetrics
 from lab.judge.prediction import Verdict
 from lab.judge.result import Interruption, Judgement, ReplayOf, RunResult, judge_run
@@ -276,6 +277,8 @@ def run_scenario(
     probe = parts.cluster(spec, runs_dir / spec.scenario, NoEvents())
     probe.check()
     preflight(probe, spec.schedule)
+    if parts.target.deviations is not None:  # a broken declaration file fails now, not at the end
+        load_declarations(Path(parts.target.deviations))
     folder = RunFolder.create(runs_dir, spec.scenario, spec.seed)
     reproduce = reproduce_command(spec, folder.path, parts)
     entry = register(folder.path)
