@@ -145,6 +145,7 @@ class FailoverLink:
         self._current: _Attempt | None = None
         self._closing: Callable[[], None] | None = None
         self._connect_timeout_s = options.heartbeat_s if options.heartbeat_s > 0 else 5.0
+        self._attempts = 0
 
     def start(self) -> None:
         self._connect(self._policy.index)
@@ -182,7 +183,11 @@ class FailoverLink:
             url=address.url, handler=attempt, reconnect=False, heartbeat=heartbeat
         )
         attempt.connection = conn
-        name = f"{self._options.process}-{self._role}"
+        # A name of its own per attempt: a broker that keeps an abandoned attempt's link
+        # (AMQP 1.0 links are identified by container and name) would otherwise have to take
+        # it over first, and Broker-J can take longer than the connect timeout to do that.
+        self._attempts += 1
+        name = f"{self._options.process}-{self._role}-{self._attempts}"
         if self._role == "sender":
             options = _NodeProperties(self._node_properties) if self._node_properties else None
             self._container.create_sender(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+from types import SimpleNamespace
 
 import pytest
 from client_helpers import BASE, writer_on
@@ -209,3 +210,46 @@ def test_received_ids_become_text() -> None:
     assert message_id_text(None) is None
     assert message_id_text(b"p1-3") == "p1-3"
     assert message_id_text(7) == "7"
+
+
+class _Recorder:
+    """A proton Container stand-in that records the links a FailoverLink opens."""
+
+    def __init__(self) -> None:
+        self.links: list[tuple[str, str]] = []
+
+    def connect(self, **_kwargs: object) -> object:
+        return SimpleNamespace(close=lambda: None, transport=None)
+
+    def create_sender(self, _conn: object, target: str, name: str, options: object) -> None:
+        self.links.append((target, name))
+
+    def create_receiver(self, _conn: object, source: str, name: str) -> None:
+        self.links.append((source, name))
+
+    def schedule(self, _delay: float, _handler: object) -> None:
+        return None
+
+
+@pytest.mark.parametrize("role", ["sender", "receiver"])
+def test_every_attempt_opens_its_link_under_a_name_of_its_own(role: str) -> None:
+    """An abandoned attempt's link may still be the broker's: the next attempt must not need
+    to take it over (Broker-J can take longer than the connect timeout to do that)."""
+    from clients.failover_link import FailoverLink
+    from clients.options import ConnectionOptions
+
+    addresses = (Address("amqp://127.0.0.1:1", "n1"), Address("amqp://127.0.0.1:2", "n2"))
+    options = ConnectionOptions("p1", addresses, "lab", 0, heartbeat_s=2.0)
+    container = _Recorder()
+    user = SimpleNamespace(
+        link_ready=print, link_flow=print, delivery=print, link_lost=lambda *_: None
+    )
+    failover = FailoverLink(container, options, role, user, log=lambda _line: None)  # type: ignore[arg-type]
+    failover.start()
+    for _ in range(2):  # each attempt times out without a link: the next URL at once
+        attempt = failover._current
+        assert attempt is not None
+        attempt.on_timer_task(None)  # type: ignore[arg-type]
+    names = [name for _, name in container.links]
+    assert names == [f"p1-{role}-1", f"p1-{role}-2", f"p1-{role}-3"]
+    assert {queue for queue, _ in container.links} == {"lab"}
