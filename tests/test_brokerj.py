@@ -72,17 +72,25 @@ def test_master_failure_holds_in_containers(lab_run: Callable[..., RunOutcome]) 
     _assert_held(lab_run("master-failure", backend="docker", target="qpid-broker-j"))
 
 
+def _broker_j_cluster(
+    backend: str,
+    tmp_path: Path,
+    nodes: int,
+    events: _Events | None = None,
+    designated: bool = False,
+) -> Any:
+    """A Broker-J cluster, not started (n1 designated primary when `designated`)."""
+    group = GroupSettings(designated_primary=("n1",)) if designated else GroupSettings()
+    target = make_target("qpid-broker-j")
+    return make_cluster(
+        backend, target, Topology(nodes=nodes), Durability(), tmp_path, events=events, group=group
+    )
+
+
 @pytest.fixture
 def one_node(tmp_path: Path) -> Iterator[tuple[ProcessCluster, _Events]]:
     events = _Events()
-    cluster = make_cluster(
-        "process",
-        make_target("qpid-broker-j"),
-        Topology(nodes=1),
-        Durability(),
-        tmp_path,
-        events=events,
-    )
+    cluster = _broker_j_cluster("process", tmp_path, 1, events)
     assert isinstance(cluster, ProcessCluster)
     try:
         cluster.start()
@@ -131,14 +139,7 @@ def test_node_links_cannot_be_cut_on_local_jvms_without_root(
     from lab.backends.process.peer_filter import NOT_ROOT
 
     monkeypatch.setattr(process_cluster, "peer_filter_refusal", lambda: NOT_ROOT)
-    cluster = make_cluster(
-        "process",
-        make_target("qpid-broker-j"),
-        Topology(nodes=2),
-        Durability(),
-        tmp_path,
-        group=GroupSettings(designated_primary=("n1",)),
-    )
+    cluster = _broker_j_cluster("process", tmp_path, 2, designated=True)
     with pytest.raises(ClusterError, match="cut only as root"):
         cluster.set_link("n1_to_n2", False)
 
@@ -165,15 +166,7 @@ def test_a_node_link_is_cut_between_local_jvms_at_their_own_addresses(tmp_path: 
     if refusal is not None:
         pytest.skip(f"node links between local JVMs: {refusal}")
     events = _Events()
-    cluster = make_cluster(
-        "process",
-        make_target("qpid-broker-j"),
-        Topology(nodes=2),
-        Durability(),
-        tmp_path,
-        events=events,
-        group=GroupSettings(designated_primary=("n1",)),
-    )
+    cluster = _broker_j_cluster("process", tmp_path, 2, events, designated=True)
     assert isinstance(cluster, ProcessCluster)
     try:
         cluster.start()
@@ -234,15 +227,7 @@ def test_a_node_link_is_cut_in_the_nodes_and_a_full_gc_runs_in_containers(tmp_pa
     from lab.backends.docker import node_filter
 
     events = _Events()
-    cluster = make_cluster(
-        "docker",
-        make_target("qpid-broker-j"),
-        Topology(nodes=2),
-        Durability(),
-        tmp_path,
-        events=events,
-        group=GroupSettings(designated_primary=("n1",)),
-    )
+    cluster = _broker_j_cluster("docker", tmp_path, 2, events, designated=True)
     assert isinstance(cluster, DockerCluster)
     try:
         cluster.start()

@@ -23,20 +23,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lab.bench._base import Benchmark, Say
+from lab.ground.children import process_alive
 from lab.ground.paths import LAB_ROOT
 
 __all__ = ["BENCHMARK", "Interrupted", "interrupt_once", "leftovers_of"]
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGKILL)
 DEFAULT_RUNS = 20
-
-
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[-1].split()[0] != "Z"  # a zombie has ended
 
 
 def _recorded_pids(folder: Path) -> list[tuple[str, int]]:
@@ -80,7 +73,7 @@ def _docker_leftovers(folder: Path) -> list[str]:
 
 def leftovers_of(folder: Path) -> list[str]:
     """What a run in `folder` left behind: live processes, containers, networks, volumes."""
-    left = [f"{what} (pid {pid})" for what, pid in _recorded_pids(folder) if _alive(pid)]
+    left = [f"{what} (pid {pid})" for what, pid in _recorded_pids(folder) if process_alive(pid)]
     return left + _docker_leftovers(folder)
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import ctypes
 import signal
+from pathlib import Path
 from typing import Any
 
-__all__ = ["die_with_parent", "popen_options"]
+__all__ = ["die_with_parent", "popen_options", "process_alive"]
 
 _PR_SET_PDEATHSIG = 1
 
@@ -23,3 +24,13 @@ def popen_options(detached: bool) -> dict[str, Any]:
     if detached:
         return {"start_new_session": True}
     return {"preexec_fn": die_with_parent}
+
+
+def process_alive(pid: int) -> bool:
+    """Whether process `pid` exists and has not ended (a zombie has ended)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    fields = stat.rsplit(")", 1)[-1].split()
+    return bool(fields) and fields[0] != "Z"

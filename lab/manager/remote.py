@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lab.ground.children import popen_options
+from lab.ground.children import popen_options, process_alive
 from lab.ground.cluster_settings import ActivePassiveSettings
 from lab.ground.errors import ClusterError, InputError
 from lab.manager.manager import STARTING
@@ -139,7 +139,7 @@ class RemoteBrokers:
         if proc is not None:
             return proc.poll() is None
         if node.pid is not None:
-            return _alive(node.pid)
+            return process_alive(node.pid)
         # A broker this manager does not start (compose: Docker's restart policy does) is
         # taken as running; one that does not answer is starting, or hung.
         return True
@@ -178,7 +178,7 @@ class RemoteBrokers:
             if proc is not None and proc.poll() is None:
                 proc.send_signal(signal.SIGKILL)
                 proc.wait()
-            elif proc is None and node.pid is not None and _alive(node.pid):
+            elif proc is None and node.pid is not None and process_alive(node.pid):
                 os.kill(node.pid, signal.SIGKILL)
                 _wait_gone(node.pid)
         self.restart(name)
@@ -213,21 +213,7 @@ def _container_running(container: str) -> bool:
     return done.returncode == 0 and done.stdout.strip() in ("running", "paused")
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie (a child of a process that will not reap it) is not alive
-        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
-    except (OSError, IndexError):
-        return True
-    return state != "Z"
-
-
 def _wait_gone(pid: int, timeout_s: float = 5.0) -> None:
     deadline = time.monotonic() + timeout_s
-    while _alive(pid) and time.monotonic() < deadline:
+    while process_alive(pid) and time.monotonic() < deadline:
         time.sleep(0.02)

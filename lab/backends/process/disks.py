@@ -16,6 +16,7 @@ import os
 import subprocess
 from pathlib import Path
 
+from lab.ground.children import process_alive
 from lab.ground.errors import ClusterError
 
 __all__ = ["FILL_FILE", "NodeDisks", "disk_refusal", "lab_disk_mounts", "reap_disks"]
@@ -57,14 +58,6 @@ def lab_disk_mounts() -> list[tuple[int, Path]]:
     return found
 
 
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
-
-
 def _umount(point: Path) -> None:
     done = subprocess.run(["umount", str(point)], capture_output=True, text=True, check=False)
     if done.returncode != 0:  # busy (a node that would not die): detach it now, free it later
@@ -79,7 +72,7 @@ def reap_disks() -> list[Path]:
     """Unmount the node disks whose lab process is gone; the mount points unmounted."""
     reaped: list[Path] = []
     for owner, point in lab_disk_mounts():
-        if not _alive(owner):
+        if not process_alive(owner):
             with contextlib.suppress(ClusterError):
                 _umount(point)
                 reaped.append(point)

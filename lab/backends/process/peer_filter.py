@@ -34,6 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from lab.ground.children import process_alive
 from lab.ground.errors import ClusterError
 
 __all__ = [
@@ -240,27 +241,19 @@ def _remove_cgroups(base: Path) -> list[str]:
     return problems
 
 
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
-
-
 def reap_peer_filters() -> list[str]:
     """Remove the rules and cgroups whose lab process is gone; what was removed. Raises a
     ClusterError naming what could not be (the next command tries again)."""
     if os.geteuid() != 0 or shutil.which("iptables") is None:
         return []
-    removed, problems = _remove_rules(lambda owner: not _alive(owner[0]))
+    removed, problems = _remove_rules(lambda owner: not process_alive(owner[0]))
     root = cgroup2_root()
     folder = None if root is None else root / PREFIX
     with contextlib.suppress(FileNotFoundError):
         bases = [] if folder is None else sorted(p for p in folder.iterdir() if p.is_dir())
         for base in bases:
             pid = base.name.split(".")[0]
-            if pid.isdigit() and not _alive(int(pid)):
+            if pid.isdigit() and not process_alive(int(pid)):
                 left = _remove_cgroups(base)
                 problems.extend(left)
                 removed.extend([] if left else [f"cgroup {base}"])
