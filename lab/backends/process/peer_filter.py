@@ -106,17 +106,25 @@ class _Rule:
     chain: str
     spec: tuple[str, ...]
 
+    def present(self) -> bool:
+        return _iptables(self.table, "-C", self.chain, *self.spec).returncode == 0
+
+    def apply(self, action: str) -> None:
+        """-A, -I or -D this rule; a ClusterError when iptables refuses."""
+        _must(self.table, action, self.chain, *self.spec)
+
 
 class PeerFilter:
     """One cluster's node addresses, cgroups and packet-filter rules."""
 
     def __init__(self) -> None:
         self.owner = (os.getpid(), next(_SERIAL))
-        self.label = f"{PREFIX}:{self.owner[0]}.{self.owner[1]}"
+        mark = f"{self.owner[0]}.{self.owner[1]}"
+        self.label = f"{PREFIX}:{mark}"  # every rule's comment
         root = cgroup2_root()
         if root is None:
             raise ClusterError("no cgroup v2 hierarchy is mounted")
-        self.relative = f"{PREFIX}/{self.owner[0]}.{self.owner[1]}"
+        self.relative = f"{PREFIX}/{mark}"  # the cluster's cgroup, under the hierarchy's root
         self.base = root / self.relative
         self.addresses: dict[str, str] = {}
 
@@ -137,8 +145,8 @@ class PeerFilter:
                     raise
         self.addresses[node] = address
         rule = self._snat(node)
-        if _iptables(rule.table, "-C", rule.chain, *rule.spec).returncode != 0:
-            _must(rule.table, "-A", rule.chain, *rule.spec)
+        if not rule.present():
+            rule.apply("-A")
 
     def _snat(self, node: str) -> _Rule:
         cgroup = f"{self.relative}/{node}"
@@ -169,19 +177,17 @@ class PeerFilter:
     def cut(self, a: str, b: str) -> None:
         """Drop every packet between nodes `a` and `b`; idempotent."""
         for rule in self._drops(a, b):
-            if _iptables(rule.table, "-C", rule.chain, *rule.spec).returncode != 0:
-                _must(rule.table, "-I", rule.chain, *rule.spec)
+            if not rule.present():
+                rule.apply("-I")
 
     def heal(self, a: str, b: str) -> None:
         """Undo `cut`; nothing to do when the pair is not cut."""
         for rule in self._drops(a, b):
-            while _iptables(rule.table, "-C", rule.chain, *rule.spec).returncode == 0:
-                _must(rule.table, "-D", rule.chain, *rule.spec)
+            while rule.present():
+                rule.apply("-D")
 
     def is_cut(self, a: str, b: str) -> bool:
-        return all(
-            _iptables(r.table, "-C", r.chain, *r.spec).returncode == 0 for r in self._drops(a, b)
-        )
+        return all(rule.present() for rule in self._drops(a, b))
 
     def remove(self) -> list[str]:
         """Every rule and cgroup of this cluster gone (after its nodes have ended); the
