@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # Sets up the lab on this machine, idempotently: the virtual environment at
-# .venv/, the lab and its Python packages, the Toxiproxy server, and the report JVM's
-# class archive.
+# .venv/, the lab and its Python packages, and the Toxiproxy server.
 # Run it as often as you like; a second run only checks.
 set -euo pipefail
 
@@ -43,10 +42,5 @@ if ! command -v toxiproxy-server >/dev/null && [ ! -x "$venv/bin/toxiproxy-serve
   install -m 0755 "$gobin/server" "$venv/bin/toxiproxy-server.tmp"
   mv "$venv/bin/toxiproxy-server.tmp" "$venv/bin/toxiproxy-server"
 fi
-
-# The report JVM's class archive (each report's Spark starts 2-3 s sooner): made once per
-# environment and JVM, in .venv/share/lab-spark-classes/ (about a minute); a second run
-# only checks.
-"$venv/bin/python" -m lab.bench.report_classes
 
 say "ready: .venv/bin/lab"
