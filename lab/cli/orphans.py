@@ -14,8 +14,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from lab.run.active import settle_orphans
-
 __all__ = ["clear_orphans"]
 
 _SOCKET = Path("/var/run/docker.sock")
@@ -49,6 +47,8 @@ def clear_orphans(log: Path | None = None) -> list[str]:
 
 
 def _settle_folders() -> list[str]:
+    from lab.run.active import settle_orphans
+
     return [f"run folder {folder} (interrupted: SIGKILL)" for folder in settle_orphans()]
 
 

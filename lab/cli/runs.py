@@ -201,7 +201,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
 def _cmd_check(args: argparse.Namespace) -> int:
     from lab.judge.checker import check_path
 
-    result = check_path(args.path)
+    result = check_path(args.path, empty_ok=False)
     if args.json:
         print(json.dumps(result.to_json()))
     else:
