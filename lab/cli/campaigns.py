@@ -76,6 +76,8 @@ def _cmd_shrink(args: argparse.Namespace) -> int:
     budget = parse_budget(args.budget)
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     out = args.out or Path("shrinks") / f"{stamp}-{args.run_dir.name}"
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"{out}: a file, not a folder: give a new --out folder")
     if out.exists() and any(out.iterdir()):
         raise UsageError(f"{out} exists and is not empty: give a new --out folder")
     result = shrink_run(args.run_dir, budget_s=budget, tries=args.tries, out=out, say=say)
@@ -133,6 +135,8 @@ def _cmd_campaign(args: argparse.Namespace) -> int:
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     shard = f"-shard{request.shard.index}of{request.shard.count}" if request.shard.count > 1 else ""
     out = args.out or Path("campaigns") / f"{stamp}-{request.seed}{shard}"
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"{out}: a file, not a folder: give a new --out folder")
     if out.exists() and any(out.iterdir()):
         raise UsageError(f"{out} exists and is not empty: give a new --out folder")
     say(f"lab: campaign into {out}, seed {request.seed}, shard {request.shard}")

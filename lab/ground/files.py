@@ -24,6 +24,7 @@ Sizes are checked before anything is read, so a huge file is refused without bei
     user_file(path, what) / user_folder(path, what)
                                         a path that must be a readable file / folder
     text_problem(data)                  what makes bytes not text, or None
+    first_text_problem(data)            the same, with its line and column
     write_json(path, obj)               a JSON file written whole or not at all
 """
 
@@ -43,6 +44,7 @@ from lab.ground.errors import InputError
 __all__ = [
     "DOCUMENT_LIMIT",
     "LINE_LIMIT",
+    "first_text_problem",
     "read_user_document",
     "read_user_jsonl",
     "read_user_text",
@@ -150,20 +152,25 @@ def text_problem(data: bytes) -> tuple[int, str] | None:
     return None
 
 
-def _where(data: bytes, offset: int) -> tuple[int, int]:
-    """The line and the column (both from 1, the column in bytes) of `offset` in `data`."""
-    line_start = data.rfind(b"\n", 0, offset) + 1
-    return data.count(b"\n", 0, offset) + 1, offset - line_start + 1
-
-
-def _text_error(path: Path, what: str, data: bytes, first_line: int = 1) -> InputError | None:
+def first_text_problem(data: bytes) -> tuple[int, str] | None:
+    """Where `data` first stops being UTF-8 text: (its line, from 1, and what is wrong there,
+    with the column), or None."""
     found = text_problem(data)
     if found is None:
         return None
     offset, problem = found
-    line, column = _where(data, offset)
+    line_start = data.rfind(b"\n", 0, offset) + 1
+    line = data.count(b"\n", 0, offset) + 1
+    return line, f"{problem} at column {offset - line_start + 1})"
+
+
+def _text_error(path: Path, what: str, data: bytes, first_line: int = 1) -> InputError | None:
+    found = first_text_problem(data)
+    if found is None:
+        return None
+    line, problem = found
     ending = f", not {_a(what)}" if problem.startswith("binary") else ""
-    return InputError(f"{path}:{first_line + line - 1}: {problem} at column {column}){ending}")
+    return InputError(f"{path}:{first_line + line - 1}: {problem}{ending}")
 
 
 def read_user_text(path: Path, what: str, *, limit: int = DOCUMENT_LIMIT) -> str:

@@ -84,7 +84,7 @@ def complete_length(path: Path) -> int:
         return size
     cut = tail.rfind(b"\n")
     if cut < 0 and start > 0:
-        raise _long_line(path, start)
+        raise _first_of(path, start, f"a line longer than {LINE_LIMIT >> 20} MiB")
     begins = start + cut + 1
     tail = tail[cut + 1 :]
     try:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from lab.ground.errors import InputError, UsageError
+from lab.ground.files import read_user_document, user_folder
 
 __all__ = ["EventLog", "HistoryRecorder", "JsonlWriter", "RunClock", "RunFolder"]
 
@@ -172,16 +173,13 @@ class RunFolder:
 
     @staticmethod
     def open_existing(path: Path) -> RunFolder:
+        """A run folder given by a user; InputError when it is none (or cannot be read)."""
+        user_folder(path, "run folder")
         folder = RunFolder(path.resolve() if path.is_symlink() else path)
-        if not folder.spec.is_file():
+        if not folder.spec.exists():
             raise InputError(f"{path}: not a run folder (no spec.json)")
         return folder
 
     def read_spec(self) -> dict[str, Any]:
-        try:
-            raw = json.loads(self.spec.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as exc:
-            raise InputError(f"{self.spec}: cannot read the run spec: {exc}") from exc
-        if not isinstance(raw, dict):
-            raise InputError(f"{self.spec}:1: the run spec must be a JSON object")
-        return raw
+        """spec.json as a user may have edited it: a JSON object, or one InputError line."""
+        return read_user_document(self.spec, "run spec", kind="json")
