@@ -80,6 +80,14 @@ def test_lab_check(
         assert f"{history}:2: not UTF-8 text" in line
 
 
+def test_a_run_folder_with_an_empty_history_is_a_run_stopped_before_its_load(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "history.jsonl").write_bytes(b"")
+    assert main(["check", str(tmp_path), "--json"]) == 0  # nothing acknowledged, nothing lost
+    assert json.loads(capsys.readouterr().out)["attempted"] == 0
+
+
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize(
     ("name", "good"),

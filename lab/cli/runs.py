@@ -169,9 +169,11 @@ def _execute(spec: RunSpec, parts: RunParts, runs_dir: Path) -> int:
     """Exit 0: the prediction held; 1: it did not; 5: it did not, as a deviation the target
     declares (lab.judge.deviations): reproduced. A held run whose target declares a deviation
     for it says so on stderr (declared deviation not seen: fixed upstream?), and exits 0."""
+    from lab.run.disk import check_space
     from lab.run.progress import progress_for
     from lab.run.runner import run_scenario
 
+    check_space(runs_dir, spec)  # a runs folder clearly too small: one line, nothing started
     print(f"lab: running {spec.scenario} with seed {spec.seed}", file=sys.stderr)
     outcome = run_scenario(spec, parts, runs_dir, progress=progress_for(sys.stderr))
     deviation = outcome.judgement.deviation(spec.scenario, spec.backend, spec.group.mode)
@@ -201,7 +203,9 @@ def _cmd_list(args: argparse.Namespace) -> int:
 def _cmd_check(args: argparse.Namespace) -> int:
     from lab.judge.checker import check_path
 
-    result = check_path(args.path, empty_ok=False)
+    # A run folder's empty history is a run stopped before its load; a bare empty file is
+    # no history at all.
+    result = check_path(args.path, empty_ok=args.path.is_dir())
     if args.json:
         print(json.dumps(result.to_json()))
     else:

@@ -35,11 +35,13 @@ from lab.judge.prediction import Verdict
 from lab.judge.result import Interruption, Judgement, ReplayOf, RunResult, judge_run
 from lab.run.active import register, unregister
 from lab.run.cluster import Cluster, RunParts
+from lab.run.disk import WriteWatch, check_space, space_needed
 from lab.run.folder import EventLog, HistoryRecorder, JsonlWriter, RunClock, RunFolder
 from lab.run.incident import validate_spec
 from lab.run.progress import NoProgress, Progress
 from lab.run.reproduce import reproduce_command
 from lab.run.workers import VIRTUAL_NODE, WorkerProcess, worker_plans
+from lab.run.write_stop import WriteStopped, interruption_of, one_line, stopped_by_a_write
 
 __all__ = ["RunOutcome", "run_scenario"]
 
@@ -102,11 +104,12 @@ class _Run:
         self.folder = folder
         self.progress = progress
         self.clock = RunClock()
-        self.events = EventLog(folder.events, self.clock)
+        self.watch = WriteWatch()  # the first write into the run folder that fails
+        self.events = EventLog(folder.events, self.clock, self.watch)
         # Ties the run's clock (ns since its start) to the wall clock, for reports.
         self.events.emit("run.start", None, wall_ns=time.time_ns() - self.clock.now())
-        self.schedule_log = JsonlWriter(folder.schedule)
-        self.history = HistoryRecorder(folder.history)
+        self.schedule_log = JsonlWriter(folder.schedule, self.watch)
+        self.history = HistoryRecorder(folder.history, self.watch)
         self.workers: list[WorkerProcess] = []
         self.cluster: Cluster | None = None
         self.current_phase = "setup"
@@ -116,6 +119,21 @@ class _Run:
         self.progress.counts(
             self.clock.now() / 1e9, self.history.acknowledged, self.history.received
         )
+        self.stop_if_a_write_failed()
+
+    def stop_if_a_write_failed(self) -> None:
+        """The first write into the run folder that failed stops the run (heals and teardown
+        follow in `finally`): WriteStopped."""
+        failure = self.watch.first
+        if failure is not None:
+            raise WriteStopped(failure)
+
+    def write_json(self, path: Path, obj: Any) -> None:
+        """A JSON file of the run folder, whole or absent; a failure goes to the watch."""
+        try:
+            write_json(path, obj)
+        except OSError as error:
+            self.watch.failed(path, error)
 
     def wait(self, seconds: float, until: Callable[[], bool] = lambda: False) -> bool:
         deadline = time.monotonic() + seconds
@@ -140,7 +158,8 @@ class _Run:
 
     def execute(self) -> None:
         spec = self.spec
-        write_json(self.folder.spec, spec.to_json())
+        self.write_json(self.folder.spec, spec.to_json())
+        self.stop_if_a_write_failed()
         for op in spec.schedule:
             self.schedule_log.write({"phase": "planned", **op.to_json()})
         self.cluster = self.parts.cluster(spec, self.folder.path, self.events)
@@ -164,7 +183,7 @@ class _Run:
         log_dir = self.folder.path / "workers"
         log_dir.mkdir(exist_ok=True)
         for plan in plans:
-            worker = WorkerProcess(plan, self.history, log_dir, self.events)
+            worker = WorkerProcess(plan, self.history, log_dir, self.events, self.watch)
             self.workers.append(worker)
         producers = [w for w in self.workers if w.plan.role == "producer"]
         consumers = [w for w in self.workers if w.plan.role == "consumer"]
@@ -205,6 +224,7 @@ class _Run:
             until=lambda: not any(w.running for w in consumers),
         )
         self._snapshot_nodes(cluster)
+        self.stop_if_a_write_failed()
 
     def _snapshot_nodes(self, cluster: Cluster) -> None:
         """Store listings and the nodes' own view, taken at the end."""
@@ -234,7 +254,7 @@ class _Run:
                     "queue_depths": dict(status.queue_depths),
                 },
             }
-            write_json(node.node_dir / "store.json", listing)
+            self.write_json(node.node_dir / "store.json", listing)
             self.events.emit("node.status", name, role=None if status is None else status.role)
 
     def _teardown(self) -> None:
@@ -279,6 +299,7 @@ def run_scenario(
     preflight(probe, spec.schedule)
     if parts.target.deviations is not None:  # a broken declaration file fails now, not at the end
         load_declarations(Path(parts.target.deviations))
+    free_at_start = check_space(runs_dir, spec)
     folder = RunFolder.create(runs_dir, spec.scenario, spec.seed)
     reproduce = reproduce_command(spec, folder.path, parts)
     entry = register(folder.path)
@@ -292,21 +313,41 @@ def run_scenario(
                 _write_copies(folder)
                 prediction = parts.scenario.prediction_for(spec)
                 judgement = judge_run(folder.history, folder.events, prediction, parts.target)
-                RunResult.judged(spec, judgement, reproduce, replay_of).write(folder.result)
+                run.write_json(folder.result, _judged(spec, judgement, reproduce, replay_of))
+                run.stop_if_a_write_failed()  # result.json could not be written
             except BaseException as exc:
-                how = _interruption(exc, run)
+                stopped = stopped_by_a_write(exc)
+                healed = tuple(run.nemesis.healed_at_end) if run.nemesis is not None else ()
+                how = (
+                    _interruption(exc, run)
+                    if stopped is None
+                    else interruption_of(stopped, exc, run.current_phase, healed)
+                )
                 _write_copies(folder)
                 if how is None:
-                    RunResult.failed(spec, exc, reproduce, replay_of).write(folder.result)
+                    result = RunResult.failed(spec, exc, reproduce, replay_of)
                 else:
                     judged = _judge_what_is_there(folder, spec, parts)
-                    RunResult.stopped(spec, how, reproduce, judged, replay_of).write(folder.result)
+                    result = RunResult.stopped(spec, how, reproduce, judged, replay_of)
+                run.write_json(folder.result, result.to_json())
+                if stopped is not None and how is not None:
+                    written = folder.result.is_file()
+                    needed = space_needed(spec)
+                    raise one_line(
+                        stopped, how, runs_dir, folder.path, needed, free_at_start, written
+                    ) from None
                 exc.add_note(f"run folder: {folder.path}")
                 exc.add_note(f"reproduce: {reproduce}")
                 raise
     finally:
         unregister(entry)  # after result.json: a lab killed before it is settled next time
     return RunOutcome(folder, spec, judgement, reproduce)
+
+
+def _judged(
+    spec: RunSpec, judgement: Judgement, reproduce: str, replay_of: ReplayOf | None
+) -> dict[str, Any]:
+    return RunResult.judged(spec, judgement, reproduce, replay_of).to_json()
 
 
 def _write_copies(folder: RunFolder) -> None:
