@@ -13,7 +13,8 @@ The estimate comes from the workload, as measured on broker_ref runs on local pr
 node, 155 KB of Toxiproxy log and 34 KB of Parquet copy):
 
     messages   producers (one more with a side queue) × rate × duration: what the producers
-               send if they keep their rate (a run with failovers sends fewer)
+               send if they keep their rate (a run with failovers sends fewer; a rate of 0,
+               no limit, counts none: such a run is only stopped at its first failed write)
     history    HISTORY_BYTES_PER_MESSAGE a message: a send's invoke and completion, a receive,
                and a share of retries and drains; and the Parquet copy, PARQUET_SHARE of it
     stores     on local processes, each node's store holds each message: its body and
