@@ -48,7 +48,9 @@ if ! command -v toxiproxy-server >/dev/null && [ ! -x "$venv/bin/toxiproxy-serve
   command -v go >/dev/null || die "toxiproxy-server is not on PATH and Go is missing to build it; install Go or put toxiproxy-server ${toxiproxy_version} on PATH"
   say "building toxiproxy-server ${toxiproxy_version} with go install, in the background"
   gobin="$(mktemp -d)"
-  GOBIN="$gobin" go install "github.com/Shopify/toxiproxy/v2/cmd/server@${toxiproxy_version}" \
+  GOBIN="$gobin" go install \
+    -ldflags "-X github.com/Shopify/toxiproxy/v2.Version=${toxiproxy_version}" \
+    "github.com/Shopify/toxiproxy/v2/cmd/server@${toxiproxy_version}" \
     >"$gobin/build.log" 2>&1 &
   toxiproxy_build=$!
 fi
