@@ -25,13 +25,3 @@ def test_the_extras_the_test_session_has_are_found() -> None:
     # The suite is set up with --tests, which installs every extra.
     assert REPORTS.installed and DOCKER.installed
     require(REPORTS, "lab report")  # no refusal
-
-
-def test_ci_runs_exactly_the_readme_test_command() -> None:
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parent.parent
-    ci = (root / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()[-1]
-    readme = (root / "README.md").read_text(encoding="utf-8")
-    assert ci in readme, f".ci/run runs `{ci}`, which the README does not give"
-    assert ci.startswith("scripts/bootstrap.sh --tests && ")
