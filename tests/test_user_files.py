@@ -32,7 +32,7 @@ SAYS = {
     "nul-bytes": ("1: binary data (a NUL byte at column 1)",),
     "empty": ("empty",),
     "folder": ("a folder, not a file",),
-    "huge-file": ("200.0 MB, more than", "1: a line longer than 1 MiB"),
+    "huge-file": ("190.7 MiB, more than", "1: a line longer than 1 MiB"),
     "long-line": ("not valid", "a line longer than 1 MiB"),
     "missing": ("no such file",),
 }

@@ -8,7 +8,7 @@ names the file, and the line when one is to blame. Every class of bad input is t
     a folder, not a file      PATH: cannot read the <what>: a folder, not a file
     a FIFO, a device …        PATH: cannot read the <what>: not a regular file
     no permission             PATH: cannot read the <what>: permission denied
-    too large                 PATH: cannot read the <what>: 200.0 MB, more than a <what> may be …
+    too large                 PATH: cannot read the <what>: 190.7 MiB, more than a <what> may be …
     empty                     PATH: empty: a <what> holds at least one setting
     binary (a NUL byte)       PATH:LINE: binary data (a NUL byte at column C), not a <what>
     not UTF-8                 PATH:LINE: not UTF-8 text (byte 0xff at column C)
@@ -183,7 +183,8 @@ def read_user_text(path: Path, what: str, *, limit: int = DOCUMENT_LIMIT) -> str
         raise _cannot(
             path,
             what,
-            f"{status.st_size / 1e6:.1f} MB, more than {_a(what)} may be ({limit / 1e6:.0f} MB)",
+            f"{status.st_size / 2**20:.1f} MiB, "
+            f"more than {_a(what)} may be ({limit / 2**20:g} MiB)",
         )
     try:
         with path.open("rb") as stream:
@@ -191,7 +192,7 @@ def read_user_text(path: Path, what: str, *, limit: int = DOCUMENT_LIMIT) -> str
     except OSError as error:
         raise _cannot(path, what, _reason(error)) from None
     if len(data) > limit:  # grew since it was measured
-        raise _cannot(path, what, f"more than {_a(what)} may be ({limit / 1e6:.0f} MB)")
+        raise _cannot(path, what, f"more than {_a(what)} may be ({limit / 2**20:g} MiB)")
     data = data.removeprefix(_BOM)
     problem = _text_error(path, what, data)
     if problem is not None:
