@@ -46,7 +46,9 @@ def _said(error: InputError, path: Path, kind: str) -> None:
 
 
 @pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize(("suffix", "good"), [(".toml", TOML), (".json", JSON)])
+@pytest.mark.parametrize(
+    ("suffix", "good"), [(".toml", TOML), (".json", JSON)], ids=["toml", "json"]
+)
 def test_a_bad_document_is_one_line_naming_it(
     kind: str, suffix: str, good: bytes, tmp_path: Path
 ) -> None:
