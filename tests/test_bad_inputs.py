@@ -113,6 +113,18 @@ def test_lab_run_spec(
     )
 
 
+def test_lab_run_with_a_file_for_its_runs_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    incident = tmp_path / "incident.toml"
+    incident.write_bytes(INCIDENT_TOML)
+    runs = tmp_path / "runs"
+    runs.write_bytes(b"not a folder")
+    argv = ["run", "--spec", str(incident), "--runs-dir", str(runs)]
+    line = _refused(argv, runs, tmp_path, capsys, monkeypatch)
+    assert "a file, not a folder" in line
+
+
 def _spec_json() -> bytes:
     spec = scenario_named("master-failure").spec(1).to_json()
     return json.dumps(spec, indent=1).encode()

@@ -36,7 +36,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from lab.ground.errors import DiskFullError
+from lab.ground.errors import DiskFullError, UsageError
 from lab.ground.spec import RunSpec
 
 __all__ = [
@@ -97,12 +97,15 @@ def mount_point(path: Path) -> Path:
 
 def check_space(runs_dir: Path, spec: RunSpec) -> int | None:
     """The bytes free for `runs_dir`; DiskFullError, before anything is written, when its file
-    system has less free space than a run of `spec` needs (`space_needed`)."""
+    system has less free space than a run of `spec` needs (`space_needed`); UsageError when
+    it (or the nearest part of it that exists) is a file."""
     needed = space_needed(spec)
     try:
         at, free = free_bytes(runs_dir)
     except OSError:
         return None  # a folder that cannot be looked at is refused when it is made
+    if not at.is_dir():
+        raise UsageError(f"{at}: a file, not a folder: give a folder for the runs (--runs-dir)")
     if free < needed:
         raise DiskFullError(
             f"{runs_dir}: {size_text(free)} free on its file system ({at}), and this run needs "
