@@ -133,6 +133,8 @@ class HistoryRecorder:
         self._next = 0
         self.acknowledged = 0
         self.received = 0
+        self.processes: set[str] = set()
+        """The client processes that recorded an operation."""
 
     def record(self, op: dict[str, Any]) -> None:
         with self._lock:
@@ -140,6 +142,7 @@ class HistoryRecorder:
             if not self._lines.append((line + "\n").encode("utf-8")):
                 return
             self._next += 1
+            self.processes.add(str(op.get("process")))
             if op.get("type") == "ok":
                 if op.get("f") == "send":
                     self.acknowledged += 1

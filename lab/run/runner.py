@@ -1,7 +1,11 @@
 """One run of a scenario, end to end, into one run folder (architecture.md, data flow).
 
-    spec.json → schedule.jsonl (planned) → cluster up → workers → faults on schedule
-    → heal all → producers stop → consumers drain → judge → result.json
+    spec.json → schedule.jsonl (planned) → cluster up → workers → every producer sending
+    → faults on schedule → heal all → producers stop → consumers drain → judge → result.json
+
+The schedule's times and the load's duration count from the moment every producer has
+recorded its first operation, so a slow start (a busy machine) does not move the faults
+before the load.
 
 Heals, workers and the cluster are torn down in `finally`, also on Ctrl-C and SIGTERM.
 What the run is made of (the scenario, the target's traits, how to make the cluster)
@@ -32,7 +36,7 @@ from lab.judge.columnar import write_columnar_copies
 from lab.judge.deviations import load_declarations
 from lab.judge.metrics import RunMetrics
 from lab.judge.prediction import Verdict
-from lab.judge.result import Interruption, Judgement, ReplayOf, RunResult, judge_run
+from lab.judge.result import Judgement, ReplayOf, RunResult, judge_run
 from lab.run.active import register, unregister
 from lab.run.cluster import Cluster, RunParts
 from lab.run.disk import WriteWatch, check_space, space_needed
@@ -40,10 +44,18 @@ from lab.run.folder import EventLog, HistoryRecorder, JsonlWriter, RunClock, Run
 from lab.run.incident import validate_spec
 from lab.run.progress import NoProgress, Progress
 from lab.run.reproduce import reproduce_command
+from lab.run.stops import (
+    WriteStopped,
+    interruption_by_a_signal,
+    interruption_of,
+    one_line,
+    stopped_by_a_write,
+)
 from lab.run.workers import VIRTUAL_NODE, WorkerProcess, worker_plans
-from lab.run.write_stop import WriteStopped, interruption_of, one_line, stopped_by_a_write
 
-__all__ = ["RunOutcome", "run_scenario"]
+__all__ = ["SENDERS_DEADLINE_S", "RunOutcome", "run_scenario"]
+
+SENDERS_DEADLINE_S = 120.0  # the longest a run waits for its producers' first operations
 
 
 @dataclass(frozen=True)
@@ -192,6 +204,7 @@ class _Run:
         for worker in early:
             worker.start()
         self.phase("load")
+        self._wait_for_senders(producers)
         load_started = time.monotonic_ns()
         with Nemesis(
             cluster,
@@ -225,6 +238,21 @@ class _Run:
         )
         self._snapshot_nodes(cluster)
         self.stop_if_a_write_failed()
+
+    def _wait_for_senders(self, producers: list[WorkerProcess]) -> None:
+        """The schedule and the load's length count from a load that flows: until every
+        producer has recorded an operation (a worker takes seconds to start on a busy
+        machine, and a fault before that strikes an idle cluster), or one has exited, or
+        `SENDERS_DEADLINE_S` passed (then the run goes on, and an event says so)."""
+        names = {w.plan.process for w in producers}
+        started = time.monotonic()
+
+        def sending() -> bool:
+            return names <= self.history.processes or not all(w.running for w in producers)
+
+        if not self.wait(SENDERS_DEADLINE_S, until=sending):
+            self.events.emit("workload.slow_start", None, waited_s=SENDERS_DEADLINE_S)
+        self.events.emit("workload.flowing", None, after_s=round(time.monotonic() - started, 3))
 
     def _snapshot_nodes(self, cluster: Cluster) -> None:
         """Store listings and the nodes' own view, taken at the end."""
@@ -319,7 +347,7 @@ def run_scenario(
                 stopped = stopped_by_a_write(exc)
                 healed = tuple(run.nemesis.healed_at_end) if run.nemesis is not None else ()
                 how = (
-                    _interruption(exc, run)
+                    interruption_by_a_signal(exc, run.current_phase, healed)
                     if stopped is None
                     else interruption_of(stopped, exc, run.current_phase, healed)
                 )
@@ -355,21 +383,6 @@ def _write_copies(folder: RunFolder) -> None:
     made from is left to the judge to report; a missing copy is rebuilt when one is needed."""
     with contextlib.suppress(LabError, OSError, ValueError):
         write_columnar_copies(folder.path)
-
-
-def _interruption(exc: BaseException, run: _Run) -> Interruption | None:
-    """How the run was stopped, when Ctrl-C or SIGTERM stopped it (also when a heal or the
-    teardown failed on the way out, and that error is what was raised); None otherwise."""
-    seen: BaseException | None = exc
-    errors: list[str] = []
-    while seen is not None and not isinstance(seen, KeyboardInterrupt):
-        errors.append(str(seen))
-        seen = seen.__context__
-    if seen is None:
-        return None
-    signal_name = "SIGTERM" if str(seen) == f"signal {int(signal.SIGTERM)}" else "SIGINT"
-    healed = tuple(run.nemesis.healed_at_end) if run.nemesis is not None else ()
-    return Interruption(signal_name, run.current_phase, healed, tuple(errors))
 
 
 def _judge_what_is_there(folder: RunFolder, spec: RunSpec, parts: RunParts) -> Judgement | None:

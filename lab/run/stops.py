@@ -1,23 +1,50 @@
-"""A run stopped by its own disk: the first write into the run folder that failed stops the
-load, every fault is healed and every process stopped (the runner's `finally`), and the lab
-says in one line which folder filled, what the run had written and what it needed.
+"""How a run was stopped before its end, as result.json's `interrupted` tells it: by a
+signal (Ctrl-C, SIGTERM), or by its own disk — the first write into the run folder that
+failed stops the load, every fault is healed and every process stopped (the runner's
+`finally`), and the lab says in one line which folder filled, what the run had written and
+what it needed.
 
-    WriteStopped            raised by the runner's tick once its `WriteWatch` saw a failure
-    stopped_by_a_write(e)   the WriteStopped in an exception's chain, or None
-    interruption_of(...)    the `Interruption` result.json records (signal: ENOSPC, …)
-    one_line(...)           the DiskFullError the `lab` command prints
+    interruption_by_a_signal(e, …)  the `Interruption` of a run Ctrl-C or SIGTERM stopped
+    WriteStopped                    raised by the runner's tick once its `WriteWatch` saw a
+                                    failed write
+    stopped_by_a_write(e)           the WriteStopped in an exception's chain, or None
+    interruption_of(...)            the `Interruption` result.json records (signal: ENOSPC, …)
+    one_line(...)                   the DiskFullError the `lab` command prints
 """
 
 from __future__ import annotations
 
 import errno
+import signal
 from pathlib import Path
 
 from lab.ground.errors import DiskFullError
 from lab.judge.result import Interruption
 from lab.run.disk import WriteFailure, folder_bytes, mount_point, size_text
 
-__all__ = ["WriteStopped", "interruption_of", "one_line", "stopped_by_a_write"]
+__all__ = [
+    "WriteStopped",
+    "interruption_by_a_signal",
+    "interruption_of",
+    "one_line",
+    "stopped_by_a_write",
+]
+
+
+def interruption_by_a_signal(
+    exc: BaseException, phase: str, healed: tuple[str, ...]
+) -> Interruption | None:
+    """How the run was stopped, when Ctrl-C or SIGTERM stopped it (also when a heal or the
+    teardown failed on the way out, and that error is what was raised); None otherwise."""
+    seen: BaseException | None = exc
+    errors: list[str] = []
+    while seen is not None and not isinstance(seen, KeyboardInterrupt):
+        errors.append(str(seen))
+        seen = seen.__context__
+    if seen is None:
+        return None
+    signal_name = "SIGTERM" if str(seen) == f"signal {int(signal.SIGTERM)}" else "SIGINT"
+    return Interruption(signal_name, phase, healed, tuple(errors))
 
 
 class WriteStopped(DiskFullError):
