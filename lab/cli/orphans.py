@@ -9,8 +9,12 @@ and Toxiproxy's toxics with Toxiproxy."""
 from __future__ import annotations
 
 import contextlib
+import http.client
+import json
 import os
+import socket
 import time
+import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
 
@@ -68,6 +72,54 @@ def _reap_peer_filters() -> list[str]:
 
 
 def _reap_containers() -> list[str]:
+    if not _engine_may_hold_lab_resources():
+        return []
     from lab.backends.docker.reaper import reap_leftovers
 
     return [f"containers of run {run_id}" for run_id in reap_leftovers()]
+
+
+_LABEL_FILTER = urllib.parse.quote(json.dumps({"label": ["lab.run"]}))  # labels.RUN
+_ASKED = (
+    f"/containers/json?all=1&filters={_LABEL_FILTER}",
+    f"/networks?filters={_LABEL_FILTER}",
+    f"/volumes?filters={_LABEL_FILTER}",
+)
+
+
+def _engine_may_hold_lab_resources() -> bool:
+    """Whether the local engine holds a container, network or volume of any lab run, asked
+    with plain requests on its socket (the Docker SDK takes longer to load than the reaping
+    it does when there is nothing to reap). True when unsure: another engine (DOCKER_HOST),
+    or no clear answer."""
+    if os.environ.get("DOCKER_HOST"):
+        return True
+    try:
+        for path in _ASKED:
+            connection = _SocketConnection(str(_SOCKET))
+            try:
+                connection.request("GET", path, headers={"Host": "docker"})
+                answer = connection.getresponse()
+                found = json.loads(answer.read()) if answer.status == 200 else None
+            finally:
+                connection.close()
+            if isinstance(found, dict):  # volumes come as {"Volumes": [...] or null, …}
+                found = found.get("Volumes") or []
+            if not isinstance(found, list) or found:
+                return True
+    except (OSError, ValueError, http.client.HTTPException):
+        return True
+    return False
+
+
+class _SocketConnection(http.client.HTTPConnection):
+    """HTTP on a Unix socket (the engine's API)."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__("localhost", timeout=10)
+        self._path = path
+
+    def connect(self) -> None:
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(self.timeout)
+        self.sock.connect(self._path)
