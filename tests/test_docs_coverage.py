@@ -15,11 +15,11 @@ from scenarios.catalog import SCENARIOS
 
 
 def _page(name: str) -> str:
-    return (ROOT / "docs" / name).read_text(encoding="utf-8")
+    return (ROOT / name).read_text(encoding="utf-8")
 
 
 def test_every_scenario_has_a_section_in_scenarios_md() -> None:
-    headings = set(re.findall(r"^### `([\w-]+)`", _page("scenarios.md"), re.MULTILINE))
+    headings = set(re.findall(r"^### `([\w-]+)`", _page("docs/scenarios.md"), re.MULTILINE))
     missing = sorted(set(SCENARIOS) - headings)
     assert not missing, f"docs/scenarios.md has no '### `NAME`' section for {missing}"
     unknown = sorted(headings - set(SCENARIOS))
@@ -27,26 +27,26 @@ def test_every_scenario_has_a_section_in_scenarios_md() -> None:
 
 
 def test_every_fault_is_in_faults_md() -> None:
-    page = _page("faults.md")
+    page = _page("docs/faults.md")
     described = set(re.findall(r"^(?:\| |- )`(\w+)`", page, re.MULTILINE))
     missing = sorted(set(FAULTS) - described)
     assert not missing, f"docs/faults.md has no row '| `NAME` |' or item '- `NAME`' for {missing}"
 
 
 def test_every_benchmark_has_a_section_in_benchmarks_md() -> None:
-    headings = set(re.findall(r"^## ([\w-]+)$", _page("benchmarks.md"), re.MULTILINE))
+    headings = set(re.findall(r"^## ([\w-]+)$", _page("docs/benchmarks.md"), re.MULTILINE))
     missing = sorted(set(BENCHMARKS) - headings)
     assert not missing, f"docs/benchmarks.md has no '## NAME' section for {missing}"
 
 
 def test_every_lab_command_is_in_cli_md() -> None:
     _parser, commands = _build_parser()
-    page = _page("cli.md")
+    page = _page("docs/cli.md")
     missing = sorted(c for c in commands if f"`lab {c}" not in page)
     assert not missing, f"docs/cli.md has no row for {['lab ' + c for c in missing]}"
 
 
 def test_every_violation_kind_is_in_run_folder_md() -> None:
-    page = _page("run-folder.md")
+    page = _page("docs/run-folder.md")
     missing = sorted(k for k in (*violation_kinds(), "interrupted") if f"`{k}`" not in page)
     assert not missing, f"docs/run-folder.md's violation kinds lack {missing}"
