@@ -7,7 +7,8 @@ the session ran on), that the verdict table reads (lab.reporting.suite_table).
     prepare(target)                         SetupError: the target cannot be had here
                                             (once per process and target)
     append_index(path, entry)               {"test", "scenario", "target", "backend", "mode",
-                                             "folder" | "refused"}; machine.json first
+                                             "folder" | "refused"}; first machine.json:
+                                             {"machine": Machine, "load_average": 1-min}
     deviation_lines(reports)                the declared deviations a session's tests met
     write_deviations(terminalreporter)      … at the end of the session, those not seen loud
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -43,7 +45,7 @@ __all__ = [
 ]
 
 SUITE_INDEX = "suite.jsonl"
-SUITE_MACHINE = "machine.json"  # beside the index: the machine the session ran on
+SUITE_MACHINE = "machine.json"  # beside the index: the machine the session ran on, its load
 DEVIATION_PROPERTY = "lab_deviation"  # a test's user property: its deviation's one line
 
 
@@ -70,7 +72,8 @@ def append_index(path: Path, entry: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     machine = path.with_name(SUITE_MACHINE)
     if not machine.exists():
-        write_json(machine, this_machine().to_json())
+        recorded = {"machine": this_machine().to_json(), "load_average": os.getloadavg()[0]}
+        write_json(machine, recorded)
     with path.open("a", encoding="utf-8") as out:
         out.write(json.dumps(entry) + "\n")
 
