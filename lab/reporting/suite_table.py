@@ -236,8 +236,10 @@ LEGEND = (
     "as the target declares (see the target's page). **broken** / **unknown**: it did not, "
     "or the run cannot say, with the violation kinds and reasons. *refused*: the one line "
     "`lab run` refuses the scenario with on this target and backend. *lost* counts "
-    "acknowledged messages never received; *longest gap* is the longest time between two "
-    "acknowledged sends. *load*: the machine's 1-minute load average as the session began.",
+    "acknowledged messages never received (a run may hold with a loss where the documents "
+    "predict one, as in split-brain: the loss must be there and found); *longest gap* is the "
+    "longest time between two acknowledged sends. *load*: the machine's 1-minute load "
+    "average as the session began.",
 )
 
 
