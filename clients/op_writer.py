@@ -1,4 +1,4 @@
-"""A worker's stdout: one operation per line (formats.md section 2, without `index`).
+"""A worker's stdout: one operation per line (docs/run-folder.md, history.jsonl, without `index`).
 
 Besides operations, one kind of note: `{"process", "log_failed": "stderr", "errno", "error"}`
 when the worker could not write its own log (a full disk). Only the runner writes the run

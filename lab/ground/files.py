@@ -26,6 +26,7 @@ Sizes are checked before anything is read, so a huge file is refused without bei
     text_problem(data)                  what makes bytes not text, or None
     first_text_problem(data)            the same, with its line and column
     write_json(path, obj)               a JSON file written whole or not at all
+    write_text(path, text)              a text file written whole or not at all
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ __all__ = [
     "user_file",
     "user_folder",
     "write_json",
+    "write_text",
 ]
 
 DOCUMENT_LIMIT = 64 << 20
@@ -68,13 +70,17 @@ DocumentKind = Literal["toml", "json"]
 
 def write_json(path: Path, obj: Any) -> None:
     """Write a JSON file whole or not at all (a temporary file, then a rename)."""
+    write_text(path, json.dumps(obj, indent=2) + "\n")
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write a text file whole or not at all (a temporary file, then a rename)."""
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")  # writers never share one
     try:
-        tmp.write_text(json.dumps(obj, indent=2) + "\n", encoding="utf-8")
+        tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, path)
-    except BaseException:
+    finally:
         tmp.unlink(missing_ok=True)
-        raise
 
 
 def _reason(error: OSError) -> str:

@@ -1,4 +1,4 @@
-"""The run folder of formats.md section 1, and its whole-line JSONL writers.
+"""The run folder of docs/run-folder.md, and its whole-line JSONL writers.
 
     runs/<scenario>/<UTC yyyymmddTHHMMSSZ>-<seed>/
       spec.json  schedule.jsonl  history.jsonl  events.jsonl  nodes/<node>/  result.json
@@ -103,7 +103,7 @@ class JsonlWriter:
 
 
 class EventLog:
-    """events.jsonl (formats.md section 3)."""
+    """events.jsonl (docs/run-folder.md, events.jsonl)."""
 
     def __init__(self, path: Path, clock: RunClock, watch: WriteWatch | None = None) -> None:
         self._out = JsonlWriter(path, watch)
@@ -119,7 +119,7 @@ class EventLog:
 
 
 class HistoryRecorder:
-    """history.jsonl (formats.md section 2): the single writer, which numbers operations.
+    """history.jsonl (docs/run-folder.md): the single writer, which numbers operations.
 
     Workers send operations without `index`; `record` adds it in file order. A write that
     fails goes to `watch` (or is raised without one); the operations after it are dropped,
