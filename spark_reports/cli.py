@@ -1,7 +1,9 @@
 """`lab report RUNS_DIR… --out DIR [--master URL] [--compact STORE] [--p99-factor F]`.
 
-The lead's `lab` command wires `add_arguments` into its `report` sub-command and calls
-`run_report`; progress goes through `say`, one line per stage.
+The `lab` command wires `add_arguments` into its `report` sub-command and calls
+`run_report`; progress goes through `say`, one line per stage. The first report of an
+environment records the driver JVM's class archive as it ends (`session.finish_driver`), so
+that later reports start sooner.
 """
 
 from __future__ import annotations
@@ -73,10 +75,18 @@ def run_report(args: argparse.Namespace, say: Callable[[str], None]) -> int:
         p99_factor=factor,
         trend_by=args.trend_by,
     )
-    page = run_report_job(options, say)
     from spark_reports.campaign_job import add_campaign_view
-    from spark_reports.session import spark_session
+    from spark_reports.session import describe, finish_driver, start_driver
 
-    add_campaign_view(spark_session(options.master), runs_dirs, out, say)
-    say(f"report: {page}")
+    say(f"spark: starting ({options.master})")
+    driver = start_driver(options.master)
+    say(describe(driver))
+    try:
+        page = run_report_job(options, say)
+        add_campaign_view(driver.spark, runs_dirs, out, say)
+        say(f"report: {page}")
+    finally:
+        if driver.recording is not None:
+            say("spark: recording the class archive for the next reports (once per environment)")
+        finish_driver(driver, say)
     return 0
