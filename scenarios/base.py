@@ -32,7 +32,7 @@ class Scenario:
     # When the prediction depends on the run's settings (e.g. the durability triplet).
     predict: Callable[[RunSpec], Prediction] | None = None
     # The backends whose clusters can apply every fault of the schedule.
-    backends: tuple[str, ...] = ("process", "docker")
+    backends: tuple[str, ...] = ("process", "docker", "ssh")
     # The same situation in the other HA design (an active-passive cluster's twin of a
     # replicated group's scenario), run with `--mode`.
     twin: Scenario | None = None

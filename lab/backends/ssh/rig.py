@@ -19,16 +19,14 @@ import contextlib
 import ipaddress
 import itertools
 import os
-import shlex
 import shutil
 import signal
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from lab.backends.packages import command_present, ensure_packages, file_present
 from lab.backends.ssh.registry import Registry
@@ -40,15 +38,15 @@ from lab.backends.ssh.rig_network import (
     run,
     subnet_refusal,
 )
+from lab.backends.ssh.rig_sshd import HOST_DIR, hidden, sshd_config, start_script
+from lab.backends.ssh.rig_teardown import remove_rig
 from lab.ground.children import popen_options
 from lab.ground.errors import SetupError
 from lab.ground.locks import host_lock
-from lab.ground.paths import LAB_ROOT
 
 __all__ = ["HOST_DIR", "RIGS", "Rig", "remove_rig", "rig_refusal"]
 
 RIGS = Registry("rigs")
-HOST_DIR = "/srv/lab"  # each host's private working folder (a file system of its own)
 RIG_PACKAGES = {
     "openssh-server": command_present("sshd"),
     "libfaketime": file_present("/usr/lib/*/faketime/libfaketime.so.1"),
@@ -71,16 +69,6 @@ def rig_refusal() -> str | None:
 
 def _say_on_stderr(line: str) -> None:
     print(f"lab: rig: {line}", file=sys.stderr, flush=True)
-
-
-def _hidden() -> list[str]:
-    """What each host must not see of this machine: the lab's checkout (and its neighbours),
-    temporary and home folders, run-time state (the Docker socket …)."""
-    paths = {"/tmp", "/var/tmp", "/root", "/home", "/srv", "/dev/shm", str(LAB_ROOT)}
-    if LAB_ROOT.parent != Path("/"):
-        paths.add(str(LAB_ROOT.parent))
-    paths.add(str(Path.home()))
-    return sorted(p for p in paths if p != "/")
 
 
 class Rig:
@@ -238,13 +226,14 @@ class Rig:
     def _start_sshd(self, index: int) -> None:
         folder = self.stage / f"h{index}"
         address = self.address(index)
-        (folder / "sshd_config").write_text(_sshd_config(address), encoding="utf-8")
+        (folder / "sshd_config").write_text(sshd_config(address), encoding="utf-8")
         (folder / "authorized_keys").write_bytes((self.stage / "id_ed25519.pub").read_bytes())
-        script = _start_script(folder, _hidden())
+        script = start_script(folder, hidden())
         (folder / "start.sh").write_text(script, encoding="utf-8")
         command = [
             "ip", "netns", "exec", self.names.netns(index),
-            "unshare", "--mount", "--propagation", "private", "sh", str(folder / "start.sh"),
+            "unshare", "--mount", "--propagation", "private",
+            "--pid", "--fork", "--kill-child", "--mount-proc", "sh", str(folder / "start.sh"),
         ]  # fmt: skip
         log = (folder / "sshd.log").open("ab")
         with log:
@@ -314,59 +303,6 @@ class Rig:
         return problems
 
 
-def remove_rig(body: Mapping[str, Any], tag: str) -> list[str]:
-    """Remove one rig's processes, namespaces, links, rule and stage folder, as recorded in
-    `body`; the problems (the record stays for the next try when there are some)."""
-    problems: list[str] = []
-    netns = [str(n) for n in body.get("netns") or []]
-    for ns in netns:
-        problems += _empty_netns(ns)
-    for link in [*(str(v) for v in body.get("veths") or []), str(body.get("bridge") or "")]:
-        if link and Path("/sys/class/net", link).exists():
-            with contextlib.suppress(SetupError):
-                run(["ip", "link", "del", link])
-            if Path("/sys/class/net", link).exists():
-                problems.append(f"cannot delete link {link}")
-    problems += _remove_forward_rules(tag)
-    stage = body.get("stage")
-    if isinstance(stage, str) and stage:
-        shutil.rmtree(stage, ignore_errors=True)
-    return problems
-
-
-def _empty_netns(ns: str) -> list[str]:
-    if not Path("/run/netns", ns).exists():
-        return []
-    for _ in range(50):
-        pids = [
-            int(p) for p in run(["ip", "netns", "pids", ns], check=False).split() if p.isdigit()
-        ]
-        if not pids:
-            break
-        for pid in pids:
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
-        time.sleep(0.05)
-    with contextlib.suppress(SetupError):
-        run(["ip", "netns", "del", ns])
-    return [f"cannot delete namespace {ns}"] if Path("/run/netns", ns).exists() else []
-
-
-def _remove_forward_rules(tag: str) -> list[str]:
-    if shutil.which("iptables") is None:
-        return []
-    comment = f"lab-rig:{tag}"
-    problems = []
-    for line in run(["iptables", "-w", "-S", "FORWARD"], check=False).splitlines():
-        if comment in line.split('"') or f"--comment {comment} " in f"{line} ":
-            spec = shlex.split(line.removeprefix("-A "))
-            with contextlib.suppress(SetupError):
-                run(["iptables", "-w", "-D", *spec])
-            if run(["iptables", "-w", "-C", *spec], check=False).strip():
-                problems.append(f"cannot delete {line}")
-    return problems
-
-
 def _no_ipv6(link: str) -> None:
     knob = Path(f"/proc/sys/net/ipv6/conf/{link}/disable_ipv6")
     with contextlib.suppress(OSError):
@@ -382,47 +318,3 @@ def _inside(dst: str, subnet: ipaddress.IPv4Network) -> bool:
 
 def _toml(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def _sshd_config(address: str) -> str:
-    return "\n".join(
-        [
-            "Port 22",
-            f"ListenAddress {address}",
-            "HostKey /run/lab-host/ssh_host_ed25519_key",
-            "PidFile /run/lab-host/sshd.pid",
-            "AuthorizedKeysFile /run/lab-host/authorized_keys",
-            "PermitRootLogin prohibit-password",
-            "PasswordAuthentication no",
-            "KbdInteractiveAuthentication no",
-            "UsePAM no",
-            "StrictModes no",
-            "PrintMotd no",
-            "MaxSessions 64",
-            "MaxStartups 64",
-            "LogLevel ERROR",
-            "Subsystem sftp internal-sftp",
-            "",
-        ]
-    )
-
-
-def _start_script(folder: Path, hidden: list[str]) -> str:
-    """Run in the host's own mount namespace: its run-time folder and private file systems
-    over what it must not see, then sshd in the foreground."""
-    quoted = " ".join(shlex.quote(p) for p in hidden)
-    return f"""set -e
-mount -t tmpfs -o size=16m,mode=0755 lab-rig /run
-mkdir -p /run/sshd /run/lab-host
-cp {shlex.quote(str(folder))}/sshd_config {shlex.quote(str(folder))}/authorized_keys \\
-   {shlex.quote(str(folder))}/ssh_host_ed25519_key /run/lab-host/
-chmod 0600 /run/lab-host/ssh_host_ed25519_key
-for path in {quoted}; do
-  if [ -d "$path" ]; then
-    case "$path" in /tmp|/var/tmp|/dev/shm) mode=1777 ;; *) mode=0755 ;; esac
-    mount -t tmpfs -o size=2g,mode=$mode lab-rig "$path"
-  fi
-done
-mkdir -p {HOST_DIR}
-exec /usr/sbin/sshd -D -e -f /run/lab-host/sshd_config
-"""
