@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from lab.backends.managed import ManagedCluster
 from lab.backends.ssh.connection import HostConnection
 from lab.backends.ssh.facts import HostFacts
+from lab.backends.ssh.filter_netem import filter_netem_lines
 from lab.backends.ssh.host_tools import (
     clock_spec,
     drift_offset,
@@ -32,7 +33,7 @@ from lab.backends.ssh.node import HostNode
 from lab.backends.ssh.session import HostSession
 from lab.ground.errors import ClusterError
 from lab.ground.topology import split_node_link
-from lab.targets.protocol import HostPlace, JvmTarget
+from lab.targets.protocol import HostPlace, JvmTarget, RunsOnHosts
 
 __all__ = ["HostAbilities"]
 
@@ -116,9 +117,9 @@ class HostAbilities(ManagedCluster[HostNode]):
 
     # -- netem on a node's interface -------------------------------------------------------------
 
-    def netem_refusal(self) -> str | None:
+    def netem_refusal(self, params: Mapping[str, object]) -> str | None:
         for facts in self._facts().values():
-            refusal = facts.netem_refusal()
+            refusal = facts.netem_refusal(params)
             if refusal is not None:
                 return refusal
         return None
@@ -129,25 +130,52 @@ class HostAbilities(ManagedCluster[HostNode]):
             raise ClusterError(f"no interface found on node {node}'s host for netem")
         return interface
 
+    def _netem_peers(self, node: str) -> tuple[str, ...]:
+        """Where the node's host sends: the other hosts, and the lab's machine."""
+        lab = self._conn(node).run("echo ${SSH_CONNECTION%% *}").stdout.strip()
+        others = [self.host(n).address for n in self.node_names if n != node]
+        return tuple(dict.fromkeys([*others, *([lab] if lab else [])]))
+
     def shape(self, node: str, params: Mapping[str, object]) -> None:
+        """tc netem where the host's kernel has it; else loss and duplication by packet
+        filter (lab.backends.ssh.filter_netem)."""
         host, interface = self.host(node), self._interface(node)
-        root = shlex.quote(self.place(node).root)
-        self._conn(node).run(
-            f"echo {shlex.quote(interface)} > {root}/netem.iface && "
-            + netem_lines(interface, params, host.port, host.privileged)
-        )
-        self.events.emit("netem.set", node, interface=interface, params=dict(params))
+        if self._facts()[node].has("netem"):
+            root = shlex.quote(self.place(node).root)
+            line = f"echo {shlex.quote(interface)} > {root}/netem.iface && " + netem_lines(
+                interface, params, host.port, host.privileged
+            )
+            how = "tc netem"
+        else:
+            peers = self._netem_peers(node)
+            line = filter_netem_lines(
+                interface, params, peers, self.session.tag, host.port, True, host.privileged
+            )
+            how = "iptables"
+        self.__dict__.setdefault("_shaped", {})[node] = dict(params)
+        self._conn(node).run(line)
+        self.events.emit("netem.set", node, interface=interface, params=dict(params), how=how)
 
     def unshape(self, node: str) -> None:
         host, interface = self.host(node), self._interface(node)
-        self._conn(node).run(netem_clear(interface, host.privileged))
+        params = self.__dict__.get("_shaped", {}).pop(node, None)
+        if self._facts()[node].has("netem"):
+            self._conn(node).run(netem_clear(interface, host.privileged))
+        elif params is not None:
+            peers = self._netem_peers(node)
+            self._conn(node).run(
+                filter_netem_lines(
+                    interface, params, peers, self.session.tag, host.port, False, host.privileged
+                )
+            )
         self.events.emit("netem.clear", node, interface=interface)
 
     # -- the clock, by libfaketime ---------------------------------------------------------------
 
     def clock_refusal(self, monotonic: bool) -> str | None:
+        python = isinstance(self.target, RunsOnHosts) and "python" in self.target.host_needs()
         for facts in self._facts().values():
-            refusal = facts.clock_refusal(monotonic)
+            refusal = facts.clock_refusal(monotonic, python)
             if refusal is not None:
                 return refusal
         wanted = "monotonic" if monotonic else "realtime"

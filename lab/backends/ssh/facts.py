@@ -9,8 +9,10 @@ the lab's for broker_ref's packages, a libfaketime that can leave the monotonic 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
+from lab.backends.ssh.filter_netem import filter_netem_refusal
 from lab.backends.ssh.hosts_file import Host
 
 __all__ = ["FACTS", "HostFacts", "faketime_keeps_monotonic"]
@@ -31,14 +33,21 @@ echo "sudo=$(sudo -n true 2>/dev/null && echo yes)"
 lab=${{SSH_CONNECTION%% *}}
 echo "interface=$(ip -o route get "$lab" 2>/dev/null | sed -n 's/.* dev \([^ ]*\).*/\1/p')"
 echo "dir=$(mkdir -p {dir} 2>/dev/null && [ -w {dir} ] && echo writable)"
+s=$(id -u | grep -qx 0 || echo "sudo -n")
+echo "netem=$($s unshare -n tc qdisc add dev lo root netem delay 1ms 2>/dev/null && echo yes)"
+echo "filters=$($s unshare -n sh -c 'iptables -A OUTPUT -m statistic --mode random \
+  --probability 0.5 -j DROP && iptables -t mangle -A POSTROUTING -j TEE --gateway 127.0.0.2' \
+  2>/dev/null && echo yes)"
 """
 
 
 def faketime_keeps_monotonic(version: str) -> bool:
-    """Whether libfaketime `version` (Debian's, e.g. "0.9.10-2.1") can leave a process's
-    monotonic clock alone: 0.9.10 translates every absolute sleep on CLOCK_MONOTONIC as if
-    it were faked (Python's time.sleep fails with EINVAL, a JVM's timed waits hang); fixed in
-    0.9.11."""
+    """Whether libfaketime `version` (Debian's, e.g. "0.9.10-2.1") is 0.9.11 or newer. 0.9.10
+    (Debian 12's) cannot leave a process's monotonic clock alone (it translates every absolute
+    sleep on CLOCK_MONOTONIC as if it were faked: Python's time.sleep fails with EINVAL, a
+    JVM's timed waits hang), and does not intercept sem_clockwait, with which Python's timed
+    lock waits then hang whichever way; a JVM runs under it with its monotonic clock faked
+    too. Both fixed in 0.9.11."""
     found = re.match(r"^(?:\d+:)?(\d+)\.(\d+)\.(\d+)", version)
     if found is None:
         return False
@@ -102,11 +111,20 @@ class HostFacts:
             return None  # the lab installs it at start
         return f"{self.where()}: {what} needs {package} there (install it, or give the lab root)"
 
-    def clock_refusal(self, monotonic: bool) -> str | None:
+    def clock_refusal(self, monotonic: bool, python: bool) -> str | None:
+        """Why this host cannot run a node (a Python one when `python`) under libfaketime
+        with its monotonic clock moved too (`monotonic`) or left alone."""
         missing = self.tool_refusal("faketime", "libfaketime", "a clock fault")
         if missing is not None:
             return missing
         version = self.values.get("faketime_version", "")
+        if python and not faketime_keeps_monotonic(version):
+            shown = version or "of unknown version"
+            return (
+                f"{self.where()}: under its libfaketime {shown} a Python node's timed waits "
+                "hang (it does not intercept sem_clockwait; 0.9.11 does): clock faults need "
+                "libfaketime 0.9.11 or newer there, or a JVM target"
+            )
         if not monotonic and not faketime_keeps_monotonic(version):
             shown = version or "of unknown version"
             return (
@@ -116,12 +134,17 @@ class HostFacts:
             )
         return None
 
-    def netem_refusal(self) -> str | None:
+    def netem_refusal(self, params: Mapping[str, object]) -> str | None:
         if not self.root:
             return f"{self.where()}: netem needs root on the host (user root, or sudo -n)"
         if self.interface is None:
             return f"{self.where()}: no interface found for netem; name it (interface = …)"
-        return self.tool_refusal("tc", "iproute2", "netem")
+        if self.has("netem"):
+            return self.tool_refusal("tc", "iproute2", "netem")
+        refusal = filter_netem_refusal(params)
+        if refusal is None and not self.has("filters"):
+            refusal = "its kernel has neither netem nor the packet filters' statistic and TEE"
+        return None if refusal is None else f"{self.where()}: {refusal}"
 
     def filter_refusal(self) -> str | None:
         if not self.root:

@@ -26,19 +26,16 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping
 
-from lab.ground.errors import UsageError
+from lab.ground.netem import netem_args
 
 __all__ = [
-    "NETEM_PARAMS",
     "clock_spec",
     "drift_offset",
     "filter_lines",
-    "netem_args",
     "netem_clear",
     "netem_lines",
 ]
 
-NETEM_PARAMS = ("delay_ms", "jitter_ms", "loss_pct", "duplicate_pct", "reorder_pct", "corrupt_pct")
 ROOT_HANDLE = "1ab:"
 _ROOT_QDISC = shlex.quote(r"s/^qdisc \([^ ]*\) \([^ ]*\) root.*/\1 \2/p")
 NETEM_HANDLE = "1ac:"
@@ -61,49 +58,6 @@ def filter_lines(
     else:
         steps = [f"{{ {ipt} -C {r} 2>/dev/null || {ipt} -I {r}; }}" for r in rules]
     return " && ".join(steps) if steps else "true"
-
-
-def _percent(params: Mapping[str, object], name: str) -> float:
-    value = float(str(params.get(name, 0)))
-    if not 0 <= value <= 100:
-        raise UsageError(f"netem {name} {value:g}: a percentage, 0 to 100")
-    return value
-
-
-def netem_args(params: Mapping[str, object]) -> list[str]:
-    """netem's arguments for the fault's parameters; a UsageError for nonsense."""
-    unknown = sorted(set(params) - set(NETEM_PARAMS))
-    if unknown:
-        raise UsageError(
-            f"netem: unknown parameter {unknown[0]} (known: {', '.join(NETEM_PARAMS)})"
-        )
-    delay = float(str(params.get("delay_ms", 0)))
-    jitter = float(str(params.get("jitter_ms", 0)))
-    if not 0 <= delay <= 60_000 or not 0 <= jitter <= 60_000:
-        raise UsageError("netem delay_ms and jitter_ms: 0 to 60000")
-    if jitter and not delay:
-        raise UsageError("netem jitter_ms needs delay_ms")
-    loss, dup, reorder, corrupt = (
-        _percent(params, n) for n in ("loss_pct", "duplicate_pct", "reorder_pct", "corrupt_pct")
-    )
-    if loss > 50:
-        raise UsageError(f"netem loss_pct {loss:g}: at most 50 (a node that loses all is cut)")
-    if reorder and not delay:
-        raise UsageError("netem reorder_pct needs delay_ms (netem reorders by sending some early)")
-    args: list[str] = []
-    if delay:
-        args += ["delay", f"{delay:g}ms"] + ([f"{jitter:g}ms"] if jitter else [])
-    for name, value in (
-        ("loss", loss),
-        ("duplicate", dup),
-        ("reorder", reorder),
-        ("corrupt", corrupt),
-    ):
-        if value:
-            args += [name, f"{value:g}%"]
-    if not args:
-        raise UsageError("netem needs at least one of " + ", ".join(NETEM_PARAMS))
-    return args
 
 
 def netem_lines(interface: str, params: Mapping[str, object], ssh_port: int, sudo: str = "") -> str:

@@ -55,7 +55,7 @@ for pid in $(ls /proc | grep -E '^[0-9]+$'); do
   if ours "$pid"; then kill -KILL "$pid" 2>/dev/null; fi
 done
 if command -v iptables >/dev/null 2>&1; then
-  for table in filter; do
+  for table in filter mangle; do
     $sudo iptables -w -t $table -S 2>/dev/null | grep -F -- "--comment $tag " | \
     while read -r line; do
       eval "$sudo iptables -w -t $table -D ${line#-A }" || true
