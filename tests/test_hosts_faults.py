@@ -21,7 +21,7 @@ from faults.preflight import preflight
 from lab.backends.catalog import make_cluster
 from lab.backends.ssh.cluster import SshCluster
 from lab.backends.ssh.facts import faketime_keeps_monotonic
-from lab.ground.errors import ClusterError
+from lab.ground.errors import ClusterError, UsageError
 from lab.ground.faultops import FaultOp
 from lab.ground.spec import Durability, Topology
 from lab.targets.broker_ref import BrokerRefTarget
@@ -49,8 +49,9 @@ def _op(fault: str, target: str, **params: Any) -> FaultOp:
     return FaultOp(0.0, "start", fault, target, f"t-{fault}", params)
 
 
-@pytest.fixture
-def group(tmp_path: Path) -> Iterator[tuple[SshCluster, Recorded]]:
+@pytest.fixture(scope="module")
+def group(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SshCluster, Recorded]]:
+    tmp_path = tmp_path_factory.mktemp("faults")
     with rig_of(2, tmp_path / "rig") as (_, _, inventory):
         events = Recorded()
         cluster = make_cluster(
@@ -152,22 +153,17 @@ def test_a_fault_the_backend_cannot_apply_is_refused_before_anything_starts(
 
 
 def test_a_clock_fault_a_hosts_libfaketime_cannot_apply_is_refused_before_anything_starts(
-    tmp_path: Path,
+    group: tuple[SshCluster, Recorded],
 ) -> None:
     """Debian 12's libfaketime (0.9.10) cannot leave a process's monotonic clock alone, and
     hangs a Python node's timed waits either way: a clock fault on broker_ref is refused."""
-    with rig_of(1, tmp_path / "rig") as (_, _, inventory):
-        cluster = make_cluster(
-            "ssh", BrokerRefTarget(), Topology(nodes=1), Durability(), tmp_path,
-            hosts=inventory, clock="monotonic",
-        )  # fmt: skip
-        assert isinstance(cluster, SshCluster)
-        version = cluster._facts()["n1"].values["faketime_version"]
-        jump = _op("clock_jump", "n1", offset_s=30.0, monotonic=True)
-        if faketime_keeps_monotonic(version):
+    cluster, _ = group
+    version = cluster._facts()["n1"].values["faketime_version"]
+    jump = _op("clock_jump", "n1", offset_s=30.0, monotonic=True)
+    if faketime_keeps_monotonic(version):
+        preflight(cluster, [jump])
+    else:
+        with pytest.raises(ClusterError, match=r"Python node's timed waits hang .* 0\.9\.11"):
             preflight(cluster, [jump])
-            with pytest.raises(ClusterError, match="all fake the monotonic clock or none do"):
-                preflight(cluster, [_op("clock_jump", "n1", offset_s=30.0)])
-        else:
-            with pytest.raises(ClusterError, match=r"Python node's timed waits hang .* 0\.9\.11"):
-                preflight(cluster, [jump])
+    with pytest.raises(UsageError, match=r"rate is 0\.5 to 2"):
+        preflight(cluster, [_op("clock_drift", "n1", rate=3.0)])
