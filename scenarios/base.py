@@ -127,7 +127,7 @@ def fault_window(
     start_s: float,
     duration_s: float,
     fault_id: str,
-    **params: int | float | str,
+    **params: int | float | str | bool,
 ) -> tuple[FaultOp, FaultOp]:
     """A fault applied at `start_s` and healed `duration_s` later."""
     return (
