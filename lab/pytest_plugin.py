@@ -270,7 +270,7 @@ def _campaign_setup(config: pytest.Config) -> dict[str, Any] | None:
     workers = config.getoption("numprocesses", None) or 1
     if not isinstance(workers, int):
         workers = os.cpu_count() or 1
-    shortest = min(estimate_s(c) for c in cells)
+    shortest = min(estimate_s(c, session.request.hosts_file) for c in cells)
     setup["cap"] = (int(float(setup["budget_s"]) // shortest) + 1) * max(1, workers)
     return setup
 
@@ -291,6 +291,7 @@ def _campaign_session(config: pytest.Config, setup: dict[str, Any]) -> CampaignS
         backends=names("--lab-campaign-backends"),
         modes=names("--lab-campaign-mode"),
         shard=Shard.parse(str(config.getoption("--lab-campaign-shard"))),
+        hosts_file=Path(hosts) if (hosts := config.getoption("--lab-hosts")) else None,
     )
     return CampaignSession(
         request,

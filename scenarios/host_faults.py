@@ -51,7 +51,7 @@ def _prediction(what: str) -> Prediction:
         "message lost (duplicates allowed), never two masters at once, service back within "
         "10 s of the last heal",
         two_masters="forbidden",
-        expect=(ServiceResumed("f2:stop", within_s=10.0),),
+        expect=(ServiceResumed("f2:end", within_s=10.0),),
     )
 
 
