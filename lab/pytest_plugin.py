@@ -1,7 +1,6 @@
 """The lab's pytest plugin: run scenarios as tests.
 
-Options: `--backend process|docker|ssh` (`ssh` with `--lab-hosts FILE`), `--lab-target
-broker_ref|qpid-broker-j` and `--lab-mode`
+Options: `--backend` (process, docker, ssh with `--lab-hosts`), `--lab-target` and `--lab-mode`
 (default: each scenario's own HA design) choose what scenario tests run on; a scenario the
 target, backend or mode cannot run is skipped with the CLI's one-line reason. `--lab-seed N`:
 one seed for every scenario test (default: each one's pinned seed). `--lab-runs-dir DIR`
@@ -30,12 +29,15 @@ import pytest
 
 from lab.ground.cluster_settings import MODES
 from lab.ground.spec import BACKENDS, TARGETS, parse_seed
+from lab.pytest_hosts import hosts_file
 
 if TYPE_CHECKING:
     from lab.campaign.session import CampaignSession
     from lab.campaign.summary import CampaignSummary
 
 __all__ = ["DEFAULT_SEED"]
+
+pytest_plugins = ("lab.pytest_hosts",)  # --lab-hosts FILE|rig
 
 DEFAULT_SEED = 20261121
 
@@ -52,7 +54,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--lab-target", default="broker_ref", choices=TARGETS, help="the target")
     group.addoption("--lab-mode", default=None, choices=MODES, help="HA design (default: own)")
     group.addoption("--lab-runs-dir", default=None, help="keep run folders (and suite.jsonl)")
-    group.addoption("--lab-hosts", default=None, help="the hosts file of --backend ssh")
     strict = "fail a test whose target declares a deviation the run did not show"
     group.addoption("--lab-strict-deviations", action="store_true", help=strict)
     _campaign_options(group)
@@ -146,8 +147,8 @@ def lab_run(
         chosen, node = backend or lab_backend, target or lab_target
         wanted = dict(scenario=name, target=node, backend=chosen, mode=mode or lab_mode or "")
         try:
-            hosts = request.config.getoption("--lab-hosts") if chosen == "ssh" else None
-            parts = parts_for(name, chosen, node, mode or lab_mode, hosts and Path(hosts))
+            hosts = hosts_file(request.config) if chosen == "ssh" else None
+            parts = parts_for(name, chosen, node, mode or lab_mode, hosts)
             seed = lab_seed if seed is None else seed
             spec = parts.scenario.spec(
                 seed, backend=chosen, target=parts.target, durability=durability
@@ -291,7 +292,7 @@ def _campaign_session(config: pytest.Config, setup: dict[str, Any]) -> CampaignS
         backends=names("--lab-campaign-backends"),
         modes=names("--lab-campaign-mode"),
         shard=Shard.parse(str(config.getoption("--lab-campaign-shard"))),
-        hosts_file=Path(hosts) if (hosts := config.getoption("--lab-hosts")) else None,
+        hosts_file=hosts_file(config),
     )
     return CampaignSession(
         request,

@@ -44,7 +44,7 @@ from lab.ground.children import popen_options
 from lab.ground.errors import SetupError
 from lab.ground.locks import host_lock
 
-__all__ = ["HOST_DIR", "RIGS", "Rig", "remove_rig", "rig_refusal"]
+__all__ = ["HOST_DIR", "RIGS", "Rig", "SessionRig", "remove_rig", "rig_refusal"]
 
 RIGS = Registry("rigs")
 RIG_PACKAGES = {
@@ -318,3 +318,25 @@ def _inside(dst: str, subnet: ipaddress.IPv4Network) -> bool:
 
 def _toml(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+class SessionRig:
+    """A rig of five hosts made on first use and kept for a test session (`pytest --backend
+    ssh --lab-hosts rig`), in a temporary folder of its own."""
+
+    def __init__(self) -> None:
+        self._rig: Rig | None = None
+        self._file: Path | None = None
+
+    def hosts_file(self) -> Path:
+        if self._file is None:
+            import tempfile
+
+            self._rig = Rig(5, Path(tempfile.mkdtemp(prefix="lab-session-rig-")))
+            self._file = self._rig.up()
+        return self._file
+
+    def down(self) -> None:
+        if self._rig is not None:
+            self._rig.down()
+            shutil.rmtree(self._rig.stage.parent, ignore_errors=True)
