@@ -29,7 +29,6 @@ import pytest
 
 from lab.ground.cluster_settings import MODES
 from lab.ground.spec import BACKENDS, TARGETS, parse_seed
-from lab.pytest_hosts import hosts_file
 
 if TYPE_CHECKING:
     from lab.campaign.session import CampaignSession
@@ -147,6 +146,8 @@ def lab_run(
         chosen, node = backend or lab_backend, target or lab_target
         wanted = dict(scenario=name, target=node, backend=chosen, mode=mode or lab_mode or "")
         try:
+            from lab.pytest_hosts import hosts_file
+
             hosts = hosts_file(request.config) if chosen == "ssh" else None
             parts = parts_for(name, chosen, node, mode or lab_mode, hosts)
             seed = lab_seed if seed is None else seed
@@ -280,6 +281,7 @@ def _campaign_session(config: pytest.Config, setup: dict[str, Any]) -> CampaignS
     from lab.campaign.failures import FailureDB
     from lab.campaign.plan import CampaignRequest, Shard
     from lab.campaign.session import CampaignSession
+    from lab.pytest_hosts import hosts_file
 
     def names(option: str) -> tuple[str, ...]:
         return tuple(p.strip() for p in str(config.getoption(option)).split(",") if p.strip())
