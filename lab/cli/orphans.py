@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from lab.ground.extras import DOCKER, HOSTS
 from lab.run.active import settle_orphans
 
 __all__ = ["clear_orphans"]
@@ -39,8 +40,10 @@ def clear_orphans(log: Path | None = None) -> list[str]:
     attempt("node disks", _reap_disks)
     attempt("node link filters", _reap_peer_filters)
     attempt("namespace rigs", _reap_rigs)
-    attempt("hosts", _reap_host_sessions)
-    if os.environ.get("DOCKER_HOST") or _SOCKET.exists():
+    if HOSTS.installed:  # without AsyncSSH this environment never ran a node on a host
+        attempt("hosts", _reap_host_sessions)
+    # Without the Docker SDK this environment never ran a container to leave behind.
+    if DOCKER.installed and (os.environ.get("DOCKER_HOST") or _SOCKET.exists()):
         attempt("containers", _reap_containers)
     if problems and log is not None:
         with contextlib.suppress(OSError):
@@ -74,7 +77,7 @@ def _reap_rigs() -> list[str]:
 
 
 def _reap_host_sessions() -> list[str]:
-    from lab.backends.ssh.reaper import reap_host_sessions
+    from lab.backends.ssh.session import reap_host_sessions
 
     return reap_host_sessions()
 

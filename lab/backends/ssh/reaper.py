@@ -12,11 +12,10 @@ from pathlib import Path
 from lab.backends.ssh.rig import RIGS
 from lab.backends.ssh.rig_network import RigNames
 from lab.backends.ssh.rig_teardown import remove_rig
-from lab.backends.ssh.session import reap_host_sessions
 from lab.ground.children import process_alive
 from lab.ground.errors import ClusterError
 
-__all__ = ["reap_host_sessions", "reap_rigs"]
+__all__ = ["reap_rigs"]
 
 
 def reap_rigs() -> list[str]:
