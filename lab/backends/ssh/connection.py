@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import secrets
 import shlex
 import threading
 from collections.abc import Callable, Coroutine
@@ -135,6 +136,38 @@ class HostConnection:
 
         self._conn = loop.call(connect(), CONNECT_TIMEOUT_S + 5, f"{self.where}: connect")
         self._listeners: list[asyncssh.SSHListener] = []
+        self._shell: asyncssh.SSHClientProcess[str] | None = None
+        self._shell_lock: asyncio.Lock | None = None
+
+    def quick(self, line: str, timeout_s: float = 30.0) -> Done:
+        """Run a short shell line in the host's standing shell (one per connection, opened on
+        first use): no new channel and no new shell per command, so a signal to a node goes
+        out within a round trip. Output is stdout and stderr together."""
+        marker = f"lab-done-{secrets.token_hex(6)}"
+
+        async def go() -> Done:
+            if self._shell_lock is None:
+                self._shell_lock = asyncio.Lock()
+            async with self._shell_lock:
+                if self._shell is None or self._shell.exit_status is not None:
+                    self._shell = await self._conn.create_process("exec sh", encoding="utf-8")
+                shell = self._shell
+                shell.stdin.write(f'{{ {line}\n}} </dev/null 2>&1; echo "{marker} $?"\n')
+                out: list[str] = []
+                while True:
+                    got = await asyncio.wait_for(shell.stdout.readline(), timeout_s)
+                    if not got:
+                        self._shell = None
+                        raise ClusterError(f"{self.where}: the standing shell ended")
+                    if got.startswith(marker):
+                        return Done(int(got.split()[1]), "".join(out), "")
+                    out.append(got)
+
+        try:
+            return self.loop.call(go(), timeout_s + 5, f"{self.where}: {line[:80]}")
+        except ClusterError:
+            self._shell = None  # a later call opens a fresh one
+            raise
 
     def run(
         self, command: str, *, input: bytes | None = None, timeout_s: float = 60.0,

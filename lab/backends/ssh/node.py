@@ -129,22 +129,24 @@ class HostNode:
         except ClusterError:
             return "?"
 
-    def _signal(self, name: str) -> bool:
+    def _signal(self, name: str, then_wait_s: float | None = None) -> bool:
+        """Signal the node (in the host's standing shell); with `then_wait_s`, also wait that
+        long for it to end. Whether the signal was delivered."""
         if not self._alive or self.pid is None:
             return False
-        done = self.conn.run(f"kill -{name} {self.pid}", check=False)
-        return done.status == 0
+        line = f"kill -{name} {self.pid} || exit 9"
+        if then_wait_s is not None:
+            n = max(1, int(then_wait_s * 100))
+            line = f"( {line}; cd {shlex.quote(self.node_dir)} && {_WAIT.format(n=n)} )"
+        else:
+            line = f"( {line} )"
+        done = self.conn.quick(line, timeout_s=(then_wait_s or 0) + 30)
+        return done.status != 9
 
     def _wait_ended(self, timeout_s: float) -> bool:
         n = max(1, int(timeout_s * 100))
-        return (
-            self.conn.run(
-                f"cd {shlex.quote(self.node_dir)} && {_WAIT.format(n=n)}",
-                check=False,
-                timeout_s=timeout_s + 10,
-            ).status
-            == 0
-        )
+        line = f"( cd {shlex.quote(self.node_dir)} && {_WAIT.format(n=n)} )"
+        return self.conn.quick(line, timeout_s=timeout_s + 10).status == 0
 
     def _ended_now(self) -> None:
         self._alive = False
@@ -154,11 +156,14 @@ class HostNode:
             self._follower = None
 
     def kill(self) -> None:
-        """kill -9: no chance to flush or close anything."""
+        """kill -9: no chance to flush or close anything. The moment it died is the moment the
+        kill is ordered (as in containers): a round trip later a cluster manager that finds the
+        node gone may have promoted another, and that is no second master."""
+        if not self._alive:
+            return
         self._ending = True
-        if self._signal("KILL"):
-            self._wait_ended(30.0)
-            self.events.emit("node.kill", self.plan.name, signal="SIGKILL", host=self.host)
+        self.events.emit("node.kill", self.plan.name, signal="SIGKILL", host=self.host)
+        self._signal("KILL", then_wait_s=30.0)
         self._ended_now()
 
     def pause(self) -> None:
