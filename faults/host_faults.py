@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from typing import Protocol, runtime_checkable
 
 from faults.abilities import require_ability
-from lab.ground.errors import ClusterError, UsageError
+from lab.ground.errors import UsageError
 from lab.ground.faultops import FaultOp
 from lab.ground.netem import netem_args
 
@@ -101,7 +101,7 @@ class _ClockFault:
         self.check(op)
         refusal = _clock(cluster, self.kind).clock_refusal(_monotonic(op))
         if refusal is not None:
-            raise ClusterError(f"fault {op.id} ({self.kind}): {refusal}")
+            raise UsageError(f"fault {op.id} ({self.kind}): {refusal}")
 
     def heal(self, cluster: object, op: FaultOp) -> None:
         _clock(cluster, self.kind).reset_clock(op.target)
@@ -164,7 +164,7 @@ class Netem:
         netem_args(op.params)
         refusal = self._shaped(cluster).netem_refusal(op.params)
         if refusal is not None:
-            raise ClusterError(f"fault {op.id} (netem): {refusal}")
+            raise UsageError(f"fault {op.id} (netem): {refusal}")
 
     def apply(self, cluster: object, op: FaultOp) -> None:
         self._shaped(cluster).shape(op.target, dict(op.params))

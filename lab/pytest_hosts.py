@@ -29,6 +29,7 @@ def hosts_file(config: pytest.Config) -> Path | None:
     return Path(config.stash.setdefault(_RIG, SessionRig()).hosts_file())
 
 
-def pytest_unconfigure(config: pytest.Config) -> None:
-    if (rig := config.stash.get(_RIG, None)) is not None:
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """The rig down as the session ends (each pytest-xdist worker has its own)."""
+    if (rig := session.config.stash.get(_RIG, None)) is not None:
         rig.down()

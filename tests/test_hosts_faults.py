@@ -21,7 +21,7 @@ from faults.preflight import preflight
 from lab.backends.catalog import make_cluster
 from lab.backends.ssh.cluster import SshCluster
 from lab.backends.ssh.facts import faketime_keeps_monotonic
-from lab.ground.errors import ClusterError, UsageError
+from lab.ground.errors import UsageError
 from lab.ground.faultops import FaultOp
 from lab.ground.spec import Durability, Topology
 from lab.targets.broker_ref import BrokerRefTarget
@@ -117,7 +117,7 @@ def test_a_nodes_interface_is_shaped_by_netem_and_freed(
     ]
     if not has_netem:
         delayed = _op("netem", "n1", delay_ms=100)
-        with pytest.raises(ClusterError, match=r"no netem \(sch_netem\): only .* not delay_ms"):
+        with pytest.raises(UsageError, match=r"no netem \(sch_netem\): only .* not delay_ms"):
             preflight(cluster, [delayed])
 
 
@@ -163,7 +163,7 @@ def test_a_clock_fault_a_hosts_libfaketime_cannot_apply_is_refused_before_anythi
     if faketime_keeps_monotonic(version):
         preflight(cluster, [jump])
     else:
-        with pytest.raises(ClusterError, match=r"Python node's timed waits hang .* 0\.9\.11"):
+        with pytest.raises(UsageError, match=r"Python node's timed waits hang .* 0\.9\.11"):
             preflight(cluster, [jump])
     with pytest.raises(UsageError, match=r"rate is 0\.5 to 2"):
         preflight(cluster, [_op("clock_drift", "n1", rate=3.0)])

@@ -39,7 +39,7 @@ from lab.backends.toxiproxy import ToxiproxyClient, start_server
 from lab.ground.children import popen_options
 from lab.ground.errors import ClusterError, LabError, UsageError
 from lab.ground.events import Events, NoEvents
-from lab.ground.nodes import ClusterPlan, NodePlan
+from lab.ground.nodes import ClusterPlan, NodePlan, NodeStatus
 from lab.ground.ports import HOST, require_free
 from lab.ground.spec import Durability, GroupSettings, Topology
 from lab.ground.topology import Link, client_link, links_for
@@ -311,6 +311,14 @@ class SshCluster(HostAbilities):
         if self.loop is not None:
             self.loop.close()
             self.loop = None
+
+    def statuses(self) -> dict[str, NodeStatus | None]:
+        """Each node's status, asked of all nodes at once (each answer crosses SSH)."""
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            return dict(zip(self.nodes, pool.map(self._status, self.nodes.values()), strict=True))
+
+    def _status(self, node: HostNode) -> NodeStatus | None:
+        return None if node.paused or not node.running else self.target.status(node.plan)
 
     # -- what clients use ----------------------------------------------------------------------
 
