@@ -40,6 +40,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Comman
     campaign.add_argument("--scenarios", default="random", help="comma-separated (default random)")
     campaign.add_argument("--targets", default="broker_ref", help="comma-separated")
     campaign.add_argument("--backends", default="process", help="comma-separated")
+    campaign.add_argument("--hosts", type=Path, metavar="FILE", help="the hosts file of ssh")
     campaign.add_argument("--mode", default="", help="comma-separated modes (default: each own)")
     campaign.add_argument("--jobs", type=int, default=1, help="runs at once on this machine")
     campaign.add_argument("--shard", default="1/1", help="I/N: this machine's slice of the runs")
@@ -120,6 +121,7 @@ def _request(args: argparse.Namespace) -> CampaignRequest:
         modes=_names(args.mode),
         jobs=args.jobs,
         shard=shard,
+        hosts_file=args.hosts,
     )
 
 

@@ -2,7 +2,8 @@
 their folders get their result.json (lab.run.active), and their containers, networks and
 volumes — found by their labels, whose owner process is gone — are removed, and so are the
 tmpfs node disks a killed lab mounted on local processes (`lab-disk:<pid>`), and the packet
-filter rules and cgroups it made to cut node links between them (`lab-peers:<pid>.<k>`). Processes
+filter rules and cgroups it made to cut node links between them (`lab-peers:<pid>.<k>`), the
+namespace rigs it made and what its runs put on their hosts (lab.backends.ssh.reaper). Processes
 need nothing here: each dies with the lab process that started it (PR_SET_PDEATHSIG),
 and Toxiproxy's toxics with Toxiproxy."""
 
@@ -18,7 +19,7 @@ import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
 
-from lab.ground.extras import DOCKER
+from lab.ground.extras import DOCKER, HOSTS
 
 __all__ = ["clear_orphans"]
 
@@ -41,6 +42,9 @@ def clear_orphans(log: Path | None = None) -> list[str]:
     attempt("run folders", _settle_folders)
     attempt("node disks", _reap_disks)
     attempt("node link filters", _reap_peer_filters)
+    attempt("namespace rigs", _reap_rigs)
+    if HOSTS.installed:  # without AsyncSSH this environment never ran a node on a host
+        attempt("hosts", _reap_host_sessions)
     # Without the Docker SDK this environment never ran a container to leave behind.
     if DOCKER.installed and (os.environ.get("DOCKER_HOST") or _SOCKET.exists()):
         attempt("containers", _reap_containers)
@@ -69,6 +73,18 @@ def _reap_peer_filters() -> list[str]:
     from lab.backends.process.peer_filter import reap_peer_filters
 
     return [f"{what} (its lab is gone)" for what in reap_peer_filters()]
+
+
+def _reap_rigs() -> list[str]:
+    from lab.backends.ssh.reaper import reap_rigs
+
+    return [f"{what} (its lab is gone)" for what in reap_rigs()]
+
+
+def _reap_host_sessions() -> list[str]:
+    from lab.backends.ssh.session import reap_host_sessions
+
+    return reap_host_sessions()
 
 
 def _reap_containers() -> list[str]:
