@@ -82,11 +82,11 @@ def test_a_wrong_field_is_one_line_naming_it(
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        (b"", "is empty"),
-        (b"networks = [\x00]", "line 1: a NUL byte"),
-        (b"\n\xff\xfe", "line 2: not UTF-8"),
-        (b"x" * 5000, "line 1 is longer"),
-        (b"[[host]\n", "not TOML"),
+        (b"", "empty: a hosts file holds at least one setting"),
+        (b"networks = [\x00]", r":1: binary data \(a NUL byte at column 13\)"),
+        (b"\n\xff\xfe", ":2: not UTF-8 text"),
+        (b"x" * 5000, "not valid TOML"),
+        (b"[[host]\n", ":1: not valid TOML"),
     ],
 )
 def test_a_file_that_is_no_text_is_refused_in_one_line(
@@ -96,7 +96,7 @@ def test_a_file_that_is_no_text_is_refused_in_one_line(
     path.write_bytes(content)
     with pytest.raises(InputError, match=message):
         read_hosts_file(path)
-    with pytest.raises(InputError, match="is a folder"):
+    with pytest.raises(InputError, match="a folder, not a file"):
         read_hosts_file(tmp_path)
 
 

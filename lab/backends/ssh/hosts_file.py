@@ -29,17 +29,16 @@ from __future__ import annotations
 import ipaddress
 import re
 import socket
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from lab.ground.errors import InputError, UsageError
+from lab.ground.files import read_user_document
 
 __all__ = ["Host", "Inventory", "read_hosts_file"]
 
 MAX_BYTES = 1 << 20
-MAX_LINE = 4096
 _TOP_KEYS = {"networks", "user", "key", "known_hosts", "dir", "port", "python", "rig", "host"}
 _HOST_KEYS = {"name", "address", "node", "user", "key", "known_hosts", "dir", "port", "python"}
 _HOST_KEYS |= {"interface"}
@@ -93,40 +92,10 @@ class Inventory:
         return any(ip in network for network in self.networks)
 
 
-def _read_text(path: Path) -> str:
-    """The file's text, or an InputError in one line (a folder, too big, binary, not UTF-8,
-    a NUL byte, empty, a line too long)."""
-    if path.is_dir():
-        raise InputError(f"{path}: is a folder, not a hosts file")
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read the hosts file: {exc.strerror}") from None
-    if len(raw) > MAX_BYTES:
-        raise InputError(f"{path}: {len(raw)} bytes is too big for a hosts file")
-    if b"\0" in raw:
-        at = raw[: raw.index(b"\0")].count(b"\n") + 1
-        raise InputError(f"{path}: line {at}: a NUL byte")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        at = raw[: exc.start].count(b"\n") + 1
-        raise InputError(f"{path}: line {at}: not UTF-8 text") from None
-    if not text.strip():
-        raise InputError(f"{path}: the hosts file is empty")
-    for number, line in enumerate(text.splitlines(), 1):
-        if len(line) > MAX_LINE:
-            raise InputError(f"{path}: line {number} is longer than {MAX_LINE} characters")
-    return text
-
-
 def read_hosts_file(path: Path) -> Inventory:
-    """Parse and check a hosts file (see the module's note); an InputError naming the field."""
-    text = _read_text(path)
-    try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"{path}: not TOML: {exc}") from None
+    """Parse and check a hosts file (see the module's note); an InputError naming the file and
+    the field (or line): what any user's file gets (lab.ground.files), then the fields."""
+    raw = read_user_document(path, "hosts file", kind="toml", limit=MAX_BYTES)
     return _Reader(path).inventory(raw)
 
 
