@@ -2,7 +2,8 @@
 naming the file (and the line where there is one), exit status 2, no traceback, and nothing
 created — no run folder, no Parquet copy, no campaign folder, no failure record.
 
-The classes (tests/bad_inputs.py): binary, invalid UTF-8, NUL bytes, empty, a folder where a
+The files: histories, incidents, specs, failure records, campaign folders, deviation
+declarations and hosts files. The classes (tests/bad_inputs.py): binary, invalid UTF-8, NUL bytes, empty, a folder where a
 file is expected, a huge file (200 MB without a newline), a long line, a missing file; a file
 where a folder is expected; and an unreadable file (a child that file modes stop, as root).
 The commands run in-process; the orphan reaper every command runs first is left out (it is
@@ -111,6 +112,19 @@ def test_lab_run_spec(
         capsys,
         monkeypatch,
     )
+
+
+HOSTS = b'networks = ["10.20.0.0/24"]\n[[host]]\nnode = "n1"\naddress = "10.20.0.11"\n'
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_lab_run_hosts_file(
+    kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hosts = make_bad(kind, tmp_path / "hosts.toml", HOSTS)
+    runs = tmp_path / "runs"
+    argv = ["run", "master-failure", "--backend", "ssh", "--hosts", str(hosts)]
+    _refused([*argv, "--runs-dir", str(runs)], hosts, tmp_path, capsys, monkeypatch)
 
 
 def test_lab_run_with_a_file_for_its_runs_folder(
