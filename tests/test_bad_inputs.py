@@ -3,9 +3,10 @@ naming the file (and the line where there is one), exit status 2, no traceback, 
 created — no run folder, no Parquet copy, no campaign folder, no failure record.
 
 The files: histories, incidents, specs, failure records, campaign folders, deviation
-declarations and hosts files. The classes (tests/bad_inputs.py): binary, invalid UTF-8, NUL bytes, empty, a folder where a
-file is expected, a huge file (200 MB without a newline), a long line, a missing file; a file
-where a folder is expected; and an unreadable file (a child that file modes stop, as root).
+declarations and hosts files. The classes (tests/bad_inputs.py): binary, invalid UTF-8, NUL
+bytes, empty, a folder where a file is expected, a huge file (200 MB without a newline), a
+long line, a missing file; a file where a folder is expected; and an unreadable file (a child
+that file modes stop, as root).
 The commands run in-process; the orphan reaper every command runs first is left out (it is
 not what is tested here, and another lab's leftovers must not write into the test's folder).
 """
