@@ -2,7 +2,8 @@
 their folders get their result.json (lab.run.active), and their containers, networks and
 volumes — found by their labels, whose owner process is gone — are removed, and so are the
 tmpfs node disks a killed lab mounted on local processes (`lab-disk:<pid>`), and the packet
-filter rules and cgroups it made to cut node links between them (`lab-peers:<pid>.<k>`). Processes
+filter rules and cgroups it made to cut node links between them (`lab-peers:<pid>.<k>`), and
+the scratch copies of the tree a detection benchmark made (`lab-zoo-<pid>-…`). Processes
 need nothing here: each dies with the lab process that started it (PR_SET_PDEATHSIG),
 and Toxiproxy's toxics with Toxiproxy."""
 
@@ -37,6 +38,7 @@ def clear_orphans(log: Path | None = None) -> list[str]:
     attempt("run folders", _settle_folders)
     attempt("node disks", _reap_disks)
     attempt("node link filters", _reap_peer_filters)
+    attempt("scratch trees", _reap_scratch)
     if os.environ.get("DOCKER_HOST") or _SOCKET.exists():
         attempt("containers", _reap_containers)
     if problems and log is not None:
@@ -62,6 +64,12 @@ def _reap_peer_filters() -> list[str]:
     from lab.backends.process.peer_filter import reap_peer_filters
 
     return [f"{what} (its lab is gone)" for what in reap_peer_filters()]
+
+
+def _reap_scratch() -> list[str]:
+    from lab.bench.scratch import reap_scratch
+
+    return [f"scratch tree {folder} (its benchmark is gone)" for folder in reap_scratch()]
 
 
 def _reap_containers() -> list[str]:
