@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from lab.bench import (
     campaign,
     checker,
+    detection,
     durability,
     failover,
     interrupt,
@@ -36,6 +37,7 @@ BENCHMARKS: Mapping[str, Benchmark] = {
         interrupt.BENCHMARK,
         soak.BENCHMARK,
         node_memory.BENCHMARK,
+        detection.BENCHMARK,
     )
 }
 

@@ -40,6 +40,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Comman
     size.add_argument(
         "--minutes", type=_positive, help="how many minutes, for a benchmark of a length (soak)"
     )
+    from lab.bench.detection_request import add_detection_options
+
+    add_detection_options(bench.add_argument_group("detection (lab bench detection only)"))
 
     allure = sub.add_parser("allure", help="an Allure HTML report from pytest's --alluredir")
     allure.add_argument("results_dir", type=Path)
@@ -89,6 +92,14 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     from lab.ground.spec import BACKENDS, TARGETS
 
     bench = benchmark_named(args.name)
+    if bench.name == "detection":
+        return _detection(args)
+    from lab.bench.detection_request import OPTIONS
+
+    given = [name for name in OPTIONS if getattr(args, name) not in (None, False)]
+    if given:
+        flag = "--" + ("list" if given[0] == "list_zoo" else given[0].replace("_", "-"))
+        raise UsageError(f"{flag} is an option of `lab bench detection` only")
     sized = [(name, value) for name in ("runs", "minutes") if (value := getattr(args, name))]
     if sized and bench.size_option != sized[0][0]:
         takes = f"--{bench.size_option}" if bench.size_option else "no length option"
@@ -124,6 +135,25 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     else:
         figure = bench.run_on(say, args.backend)
     print(figure)
+    return 0
+
+
+def _detection(args: argparse.Namespace) -> int:
+    """`lab bench detection`: the zoo listed, or the benchmark (every flag checked first)."""
+    from lab.bench.detection import list_zoo, run_detection
+    from lab.bench.detection_request import detection_request
+    from lab.bench.zoo import load_zoo
+
+    if args.backend != "process" or args.target != "broker_ref" or args.runs or args.minutes:
+        raise UsageError("lab bench detection runs broker_ref on local processes, no length")
+    if args.mode != "replicated-group":
+        raise UsageError("lab bench detection runs each bug in its own HA design: no --mode")
+    bugs = load_zoo()
+    if args.list_zoo:
+        for line in list_zoo(bugs):
+            print(line)
+        return 0
+    print(run_detection(say, detection_request(args)))
     return 0
 
 
