@@ -36,6 +36,12 @@ def test_the_zoo_holds_at_least_twelve_bugs_over_both_designs() -> None:
     assert any(b.cheap for b in BUGS) and not all(b.cheap for b in BUGS)
 
 
+def test_the_manual_describes_every_bug_of_the_zoo() -> None:
+    manual = (ROOT / "docs" / "detection.md").read_text(encoding="utf-8")
+    missing = [b.name for b in BUGS if f"| `{b.name}` |" not in manual]
+    assert not missing, f"docs/detection.md does not describe {missing}"
+
+
 @pytest.mark.parametrize("bug", BUGS, ids=[b.name for b in BUGS])
 def test_the_bug_applies_to_todays_tree_and_its_copy_imports(bug: Bug) -> None:
     originals = {r.file: _digest(ROOT / r.file) for r in bug.replacements}
