@@ -102,7 +102,7 @@ def cell_of_campaign(
     seed: int,
 ) -> CellResult:
     """The cell's result from its campaign.json; `began` when its command started (UTC)."""
-    fresh = [r for r in campaign.get("runs", ()) if r.get("kind") == "fresh"]
+    fresh = [r for r in campaign.get("runs", ()) if r.get("kind") != "replay"]
     fresh.sort(key=lambda r: int(r["number"]))
     unknown = sum(r.get("verdict") == "unknown" for r in fresh)
     for count, record in enumerate(fresh, start=1):

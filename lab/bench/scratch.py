@@ -13,7 +13,9 @@ forks, in the nodes and workers it starts — comes from the copy.
 
 A scratch root's name says its owner (`lab-zoo-<pid>-<start time>-…`): when the owner was
 killed with SIGKILL (no `finally` ran), the next `lab` command removes it (`reap_scratch`,
-called by lab.cli.orphans).
+called by lab.cli.orphans), once the processes still running from it — a campaign's run that
+outlived its campaign, and its nodes — were stopped as Ctrl-C stops them (SIGTERM: they heal
+and stop), or killed 30 s later.
 """
 
 from __future__ import annotations
@@ -21,8 +23,10 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -37,6 +41,7 @@ __all__ = ["COPIED", "PREFIX", "BugDoesNotApply", "ScratchRoot", "Tree", "reap_s
 # What a copy holds: the packages a run imports, and what they read beside them.
 COPIED = ("lab", "broker_ref", "clients", "faults", "scenarios", "spark_reports", "incidents")
 PREFIX = "lab-zoo-"
+STOP_GRACE_S = 30.0
 
 
 class BugDoesNotApply(InputError):
@@ -151,12 +156,42 @@ def _owner_gone(folder: Path) -> bool:
     return _started(int(parts[0])) != parts[1]
 
 
+def running_in(folder: Path) -> list[int]:
+    """The processes whose working folder is inside `folder` (a scratch tree's lab, the runs
+    it forked, their nodes and workers)."""
+    inside = str(folder.resolve()) + os.sep
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            with contextlib.suppress(OSError):
+                if (os.readlink(entry / "cwd") + os.sep).startswith(inside):
+                    found.append(int(entry.name))
+    return found
+
+
+def _stop_all(folder: Path) -> None:
+    """SIGTERM for what runs from `folder` (a run heals and stops), SIGKILL after a grace."""
+    pids = running_in(folder)
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + STOP_GRACE_S
+    while pids and time.monotonic() < deadline:
+        time.sleep(0.2)
+        pids = [p for p in pids if _started(p) is not None]
+    for pid in running_in(folder):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
 def reap_scratch(parent: Path | None = None) -> list[Path]:
-    """Remove every scratch root whose owner is gone; the folders removed."""
+    """Remove every scratch root whose owner is gone, after stopping what still runs from
+    it; the folders removed."""
     base = Path(parent) if parent is not None else Path(tempfile.gettempdir())
     reaped: list[Path] = []
     for folder in sorted(base.glob(f"{PREFIX}*")):
         if folder.is_dir() and _owner_gone(folder):
+            _stop_all(folder)
             with contextlib.suppress(OSError):
                 shutil.rmtree(folder)
                 reaped.append(folder)
