@@ -78,9 +78,9 @@ def page(
         "| bug | design | " + " | ".join(generators) + " | kinds seen |",
         "|---|---|" + "---|" * len(generators) + "---|",
     ]
-    names = list(dict.fromkeys(c.name for c in cells))
-    for name in names:
-        mine = [c for c in cells if c.name == name]
+    for row in dict.fromkeys(c.row for c in cells):
+        name, design = row
+        mine = [c for c in cells if c.row == row]
         texts = [
             _cell(
                 [c for c in mine if c.generator == g],
@@ -89,7 +89,7 @@ def page(
             for g in generators
         ]
         kinds = ", ".join(sorted({k for c in mine if c.found for k in c.kinds})) or "–"
-        lines.append(f"| {name} | {mine[0].design} | " + " | ".join(texts) + f" | {kinds} |")
+        lines.append(f"| {name} | {design} | " + " | ".join(texts) + f" | {kinds} |")
     lines += [
         "",
         "Each cell: trials that found the bug / trials, the median minutes and runs to the "
@@ -107,7 +107,7 @@ def page(
     ]
     for c in cells:
         minutes = "–" if c.minutes is None else f"{c.minutes:.1f}"
-        found = "yes" if c.found else ("error: " + c.error if c.error else "no")
+        found = "yes" if c.found else ("failed to run: " + c.error if c.error else "no")
         lines.append(
             f"| {c.name} | {c.generator} | {c.trial} | {c.seed} | {found} | {c.runs} | "
             f"{c.unknown} | {minutes} | {c.run_seed if c.run_seed is not None else '–'} | "
@@ -133,14 +133,13 @@ def _named(named: Sequence[NamedResult]) -> list[str]:
         for row in rows:
             cells = []
             for _label, scenario in columns:
-                hit = next(
-                    (n for n in results if (n.bug or NO_BUG) == row and n.scenario == scenario),
-                    None,
-                )
+                hit = next((n for n in results if n.row[0] == row and n.scenario == scenario), None)
                 if hit is None:
                     cells.append("–")
                 elif hit.failed:
                     cells.append(f"**{hit.verdict}** ({', '.join(hit.kinds)})")
+                elif hit.reason:
+                    cells.append(f"{hit.verdict}: {hit.reason}")
                 else:
                     cells.append(hit.verdict)
             out.append(f"| {row} | " + " | ".join(cells) + " |")

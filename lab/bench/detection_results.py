@@ -56,6 +56,11 @@ class CellResult:
     def name(self) -> str:
         return self.bug or NO_BUG
 
+    @property
+    def row(self) -> tuple[str, str]:
+        """(bug, design): the row it belongs to (the control has one per design)."""
+        return self.name, self.design
+
 
 @dataclass(frozen=True)
 class ShrinkResult:
@@ -85,6 +90,12 @@ class NamedResult:
     @property
     def failed(self) -> bool:
         return self.verdict in ("broken", "unknown")
+
+    @property
+    def row(self) -> tuple[str, str]:
+        """(bug, design): the row it belongs to (the design by the id: J or C)."""
+        design = "replicated-group" if self.label.startswith("J") else "active-passive"
+        return self.bug or NO_BUG, design
 
 
 def _when(stamp: str) -> dt.datetime:
@@ -147,17 +158,20 @@ def shrink_of(bug: str, generator: str, returncode: int, out: Path) -> ShrinkRes
 def named_of_run(
     bug: str | None, scenario: str, label: str, returncode: int, stdout: str, stderr: str
 ) -> NamedResult:
-    """A named run's verdict from its result.json (the folder is stdout's first line); a run
-    refused before it started (exit 2) says why."""
+    """A named run's verdict from its result.json (the folder is stdout's first line); else
+    `refused` when it was refused before it started (exit 2, no run folder), `error` when
+    it failed on the way (a cluster that never got ready …), each with the lab's reason."""
     lines = stdout.splitlines()
     folder = Path(lines[0].strip()) if lines else None
     if folder is not None and (folder / "result.json").is_file():
         result = json.loads((folder / "result.json").read_text(encoding="utf-8"))
         kinds = tuple(str(k) for k in result.get("violations", ()))
         return NamedResult(bug, scenario, label, str(result.get("verdict", "unknown")), kinds)
-    said = [line for line in stderr.splitlines() if line.startswith("lab:")]
-    reason = said[-1].removeprefix("lab: ") if said else f"exit status {returncode}"
-    verdict = "refused" if returncode == 2 else "error"
+    said = [line.removeprefix("lab: ") for line in stderr.splitlines() if line.startswith("lab:")]
+    errors = [line for line in said if line.startswith("error:")]
+    reason = (errors or said or [f"exit status {returncode}"])[0]
+    started = any(line.startswith("run folder:") for line in said)
+    verdict = "refused" if returncode == 2 and not started else "error"
     return NamedResult(bug, scenario, label, verdict, reason=reason)
 
 
@@ -222,23 +236,23 @@ def table(
 ) -> list[str]:
     """bug × generator (found k/trials, median minutes and runs to detection, the shrink),
     the kinds seen, and with named runs which scenarios failed with the bug."""
-    names = list(dict.fromkeys(c.name for c in cells)) or list(
-        dict.fromkeys((n.bug or NO_BUG) for n in named)
-    )
-    design = {c.name: c.design for c in cells}
-    width = max([len(n) for n in names] + [3])
+    rows = list(dict.fromkeys([*(c.row for c in cells), *(n.row for n in named)]))
+    width = max([len(name) for name, _ in rows] + [3])
     lines = [f"{'bug':<{width}}  {'design':<16}  " + "  ".join(f"{g:<34}" for g in generators)]
-    for name in names:
+    for row in rows:
+        name, design = row
         texts = []
         for generator in generators:
-            mine = [c for c in cells if c.name == name and c.generator == generator]
+            mine = [c for c in cells if c.row == row and c.generator == generator]
             shrink = next((s for s in shrinks if s.bug == name and s.generator == generator), None)
             texts.append(f"{_cell_text(mine, shrink) if mine else '-':<34}")
-        lines.append(f"{name:<{width}}  {design.get(name, ''):<16}  " + "  ".join(texts))
-        kinds = sorted({k for c in cells if c.name == name and c.found for k in c.kinds})
+        lines.append(f"{name:<{width}}  {design:<16}  " + "  ".join(texts))
+        kinds = sorted({k for c in cells if c.row == row and c.found for k in c.kinds})
         if kinds:
             lines.append(f"{'':<{width}}  kinds seen: {', '.join(kinds)}")
-        mine_named = [n for n in named if (n.bug or NO_BUG) == name]
+        for error in sorted({c.error for c in cells if c.row == row and c.error}):
+            lines.append(f"{'':<{width}}  a campaign failed: {error}")
+        mine_named = [n for n in named if n.row == row]
         if mine_named:
             failed = [
                 f"{n.label} {n.scenario} ({', '.join(n.kinds) or n.verdict})"
