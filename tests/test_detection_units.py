@@ -26,6 +26,7 @@ from lab.bench.detection_results import (
     cell_of_campaign,
     headline,
     named_of_run,
+    named_summary,
     shrink_of,
     table,
 )
@@ -51,6 +52,8 @@ def test_the_defaults_and_the_flags_make_the_request() -> None:
     )
     assert (asked.bugs, asked.budget_s, asked.trials, asked.jobs) == (("a", "b"), 120.0, 2, 2)
     assert asked.named and asked.control and asked.shrink_budget_s == 0 and asked.seeds() == (5, 6)
+    matrix = detection_request(_args("--named", "--trials", "0"))
+    assert matrix.trials == 0 and matrix.seeds() == ()
 
 
 @pytest.mark.parametrize(
@@ -59,7 +62,7 @@ def test_the_defaults_and_the_flags_make_the_request() -> None:
         (("--generators", "coverage"), "generator 'coverage' needs `lab campaign --guide"),
         (("--generators", "fuzz"), "unknown generator 'fuzz'"),
         (("--generators", "random,random"), "a generator is named twice"),
-        (("--trials", "0"), "--trials 0: at least one"),
+        (("--trials", "0"), "--trials 0: at least one (0 only with --named"),
         (("--jobs", "0"), "--jobs 0: at least one at a time"),
         (("--budget", "5"), "budget '5' is too short"),
         (("--seed", "-1"), "--seed -1: a seed is 0 or more"),
@@ -192,6 +195,18 @@ def test_the_table_shows_each_bug_by_generator_with_its_shrink_and_named_runs() 
     assert (
         "(1 failed to run)" in lines[7] and lines[8].strip() == "a campaign failed: lab: error: x"
     )
+
+
+def test_the_named_scenarios_catch_a_bug_only_where_they_hold_without_it() -> None:
+    named = [
+        NamedResult("a", "master-failure", "J1", "broken", ("lost",)),
+        NamedResult("b", "quorum-loss", "J6", "broken", ("lost",)),  # fails without a bug too
+        NamedResult("b", "master-failure", "J1", "held"),
+        NamedResult("c", "master-failure", "J1", "error", reason="not ready"),
+        NamedResult(None, "master-failure", "J1", "held"),
+        NamedResult(None, "quorum-loss", "J6", "broken", ("lost",)),
+    ]
+    assert named_summary(named) == "named scenarios caught 1/3 bugs (1/2 held without a bug)"
 
 
 def test_the_page_says_when_where_and_how_it_was_made(tmp_path: Path) -> None:

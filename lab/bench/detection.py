@@ -38,6 +38,7 @@ from lab.bench.detection_results import (
     cell_of_campaign,
     headline,
     named_of_run,
+    named_summary,
     shrink_of,
     table,
     to_json,
@@ -240,7 +241,13 @@ def run_detection(say: Say, request: DetectionRequest) -> str:
         detection.pool.run()
     cells = sorted(detection.cells, key=lambda c: (c.bug is None, c.name, c.generator, c.trial))
     lines = table(cells, detection.shrinks, detection.named, request.generators)
-    last = headline(cells, request.generators, request.budget_s)
+    if cells and detection.named:
+        last = f"{headline(cells, request.generators, request.budget_s)}; "
+        last += named_summary(detection.named)
+    elif cells:
+        last = headline(cells, request.generators, request.budget_s)
+    else:
+        last = f"detection: {named_summary(detection.named)}"
     if request.page is not None:
         from lab.bench.detection_page import write_page
 

@@ -74,7 +74,9 @@ def add_detection_options(group: argparse._ArgumentGroup) -> None:
     """The flags of `lab bench detection`, added to the bench command's parser."""
     group.add_argument("--bugs", help="comma-separated bug names (default: the whole zoo)")
     group.add_argument("--budget", help="each campaign's budget, e.g. 10m (default 10m)")
-    group.add_argument("--trials", type=int, help="campaigns per bug and generator (3)")
+    group.add_argument(
+        "--trials", type=int, help="campaigns per bug and generator (3; 0 with --named: none)"
+    )
     group.add_argument("--generators", help="comma-separated: random, coverage (random)")
     group.add_argument("--jobs", type=int, help="campaigns (or runs) at once (1)")
     group.add_argument(
@@ -133,8 +135,8 @@ def detection_request(
     _check_generators(generators, campaign_help or "")
     trials = 3 if args.trials is None else args.trials
     jobs = 1 if args.jobs is None else args.jobs
-    if trials < 1:
-        raise UsageError(f"--trials {trials}: at least one")
+    if trials < 0 or (trials == 0 and not args.named):
+        raise UsageError(f"--trials {trials}: at least one (0 only with --named: its matrix alone)")
     if jobs < 1:
         raise UsageError(f"--jobs {jobs}: at least one at a time")
     shrink = str(args.shrink_budget or "3m").strip()

@@ -28,6 +28,7 @@ __all__ = [
     "headline",
     "median_minutes",
     "named_of_run",
+    "named_summary",
     "shrink_of",
     "table",
 ]
@@ -208,6 +209,19 @@ def headline(cells: Sequence[CellResult], generators: Sequence[str], budget_s: f
     return (
         f"detection: {'; '.join(parts)} (campaigns of {budget_s / 60:g} min, "
         f"{trials} trial{'s' if trials != 1 else ''} each)"
+    )
+
+
+def named_summary(named: Sequence[NamedResult]) -> str:
+    """How many bugs the named scenarios caught: a bug is caught when a scenario fails with it
+    that held on the tree without a bug (a scenario failing there too catches nothing)."""
+    clean_held = {n.scenario for n in named if n.bug is None and n.verdict == "held"}
+    clean = [n for n in named if n.bug is None]
+    bugs = {n.bug for n in named if n.bug is not None}
+    caught = {n.bug for n in named if n.bug and n.failed and n.scenario in clean_held}
+    return (
+        f"named scenarios caught {len(caught)}/{len(bugs)} bugs "
+        f"({len(clean_held)}/{len(clean)} held without a bug)"
     )
 
 
