@@ -52,10 +52,7 @@ def _digests() -> dict[str, str]:
     return {f: hashlib.sha256((ROOT / f).read_bytes()).hexdigest() for f in sorted(files)}
 
 
-def test_a_benchmark_killed_with_sigkill_leaves_nothing_after_the_next_command(
-    tmp_path: Path,
-) -> None:
-    before = _digests()
+def _start_until_a_campaign_runs(tmp_path: Path) -> tuple[subprocess.Popen[bytes], Path]:
     bench = subprocess.Popen(
         [
             *(sys.executable, "-m", "lab", "bench", "detection"),
@@ -63,16 +60,34 @@ def test_a_benchmark_killed_with_sigkill_leaves_nothing_after_the_next_command(
         ],
         cwd=tmp_path,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # as from a background shell: SIGINT ignored there is no help
     )
     deadline = time.monotonic() + 120
-    root = None
-    while time.monotonic() < deadline and root is None:
-        roots = _roots_of(bench.pid)
-        campaigns = [r for r in roots if (r / "campaigns").is_dir()]
-        root = campaigns[0] if campaigns else None
+    while time.monotonic() < deadline:
+        campaigns = [r for r in _roots_of(bench.pid) if (r / "campaigns").is_dir()]
+        if campaigns:
+            return bench, campaigns[0]
         time.sleep(0.2)
-    assert root is not None, "the benchmark never started a campaign"
+    bench.kill()
+    raise AssertionError("the benchmark never started a campaign")
+
+
+def test_a_benchmark_stopped_by_sigterm_heals_and_removes_its_tree(tmp_path: Path) -> None:
+    before = _digests()
+    bench, root = _start_until_a_campaign_runs(tmp_path)
+    bench.send_signal(signal.SIGTERM)
+    assert bench.wait(timeout=300) == 130  # interrupted, as Ctrl-C
+    assert not root.exists()
+    assert _processes_under(root) == []
+    assert _digests() == before
+
+
+def test_a_benchmark_killed_with_sigkill_leaves_nothing_after_the_next_command(
+    tmp_path: Path,
+) -> None:
+    before = _digests()
+    bench, root = _start_until_a_campaign_runs(tmp_path)
     bench.send_signal(signal.SIGKILL)
     bench.wait()
     assert root.is_dir()  # no finally ran

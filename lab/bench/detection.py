@@ -20,13 +20,16 @@ detection, the shrink), then the headline, e.g.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
 import platform
 import re
-from collections.abc import Sequence
+import signal
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from types import FrameType
 
 from lab.bench._base import Benchmark, Say
 from lab.bench.detection_jobs import Job, JobPool, Progress
@@ -209,8 +212,31 @@ def _machine() -> str:
     return f"{platform.node()}, {os.cpu_count()} cores, load {load:.1f}"
 
 
+@contextlib.contextmanager
+def _interruptible() -> Iterator[None]:
+    """Ctrl-C and SIGTERM stop the benchmark the same way (its campaigns heal and stop, its
+    scratch root is removed), also when it was started where SIGINT is ignored."""
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    for sig in before:
+        signal.signal(sig, stop)
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+
+
 def run_detection(say: Say, request: DetectionRequest) -> str:
     """Run the benchmark; the table and, last, the headline."""
+    with _interruptible():
+        return _run(say, request)
+
+
+def _run(say: Say, request: DetectionRequest) -> str:
     bugs = bugs_named(load_zoo(), request.bugs)
     designs = sorted({b.design for b in bugs})
     began = dt.datetime.now(dt.UTC)

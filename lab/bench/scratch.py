@@ -134,6 +134,9 @@ class ScratchRoot:
         return Tree(dest, bug)
 
     def close(self) -> None:
+        """Stop what still runs from the root (a run a campaign killed on the way out had
+        forked), then remove it."""
+        _stop_all(self.path)
         shutil.rmtree(self.path, ignore_errors=True)
 
     def __enter__(self) -> ScratchRoot:
