@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import datetime as dt
+import os
 from pathlib import Path
 
 from lab.cli.common import DEFAULT_STATE_DIR, Commands, say
 from lab.ground.errors import UsageError
+from lab.ground.extras import REPORTS, require
 
 __all__ = ["register"]
 
@@ -39,6 +42,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Comman
     )
     size.add_argument(
         "--minutes", type=_positive, help="how many minutes, for a benchmark of a length (soak)"
+    )
+    bench.add_argument(
+        "--record",
+        type=Path,
+        metavar="PAGE",
+        help="also write the figure, its date and the machine into a generated page "
+        "(docs/observed/benchmarks.md)",
     )
     from lab.bench.detection_request import add_detection_options
 
@@ -77,6 +87,7 @@ def _positive(text: str) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
+    require(REPORTS, "lab report")
     from spark_reports.cli import run_report
 
     return run_report(args, say)
@@ -86,12 +97,19 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     from lab.bench.registry import BENCHMARKS, benchmark_named
 
     if args.name is None:
+        if args.record is not None:
+            raise UsageError("--record keeps a benchmark's figure: name the benchmark")
         for name, bench in sorted(BENCHMARKS.items()):
             print(f"{name:<12}  {bench.description}")
         return 0
     from lab.ground.spec import BACKENDS, TARGETS
 
     bench = benchmark_named(args.name)
+    from lab.ground.extras import EXTRAS
+
+    for extra in EXTRAS:
+        if extra.name in bench.needs or (extra.name == "docker" and args.backend == "docker"):
+            require(extra, f"lab bench {bench.name}")
     if bench.name == "detection":
         return _detection(args)
     from lab.bench.detection_request import OPTIONS
@@ -112,6 +130,11 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
     if args.mode not in MODES:
         raise UsageError(f"unknown mode {args.mode!r} (known: {', '.join(MODES)})")
+    if args.record is not None:
+        from lab.bench.record import check_page
+
+        check_page(args.record)
+    started, load = dt.datetime.now(dt.UTC), os.getloadavg()[0]
     if args.mode != REPLICATED_GROUP:
         if bench.run_mode is None:
             raise UsageError(f"benchmark {bench.name!r} measures the replicated group only")
@@ -135,6 +158,11 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     else:
         figure = bench.run_on(say, args.backend)
     print(figure)
+    if args.record is not None:
+        from lab.bench.record import record
+        from lab.ground.machine import this_machine
+
+        record(args.record, _bench_command(args), figure, started, load, this_machine())
     return 0
 
 
@@ -150,11 +178,41 @@ def _detection(args: argparse.Namespace) -> int:
         raise UsageError("lab bench detection runs each bug in its own HA design: no --mode")
     bugs = load_zoo()
     if args.list_zoo:
+        if args.record is not None:
+            raise UsageError("--record keeps a benchmark's figure; --list prints the zoo")
         for line in list_zoo(bugs):
             print(line)
         return 0
-    print(run_detection(say, detection_request(args)))
+    request = detection_request(args)
+    if args.record is not None:
+        from lab.bench.record import check_page
+
+        check_page(args.record)
+    started, load = dt.datetime.now(dt.UTC), os.getloadavg()[0]
+    figure = run_detection(say, request)
+    print(figure)
+    if args.record is not None:
+        from lab.bench.detection_page import command_of
+        from lab.bench.record import record
+        from lab.ground.machine import this_machine
+
+        last = figure.splitlines()[-1]
+        record(args.record, command_of(request), last, started, load, this_machine())
     return 0
+
+
+def _bench_command(args: argparse.Namespace) -> str:
+    """The `lab bench` command a figure came from, without --record and default options."""
+    words = ["lab", "bench", args.name]
+    for option, default in (("backend", "process"), ("target", "broker_ref")):
+        if getattr(args, option) != default:
+            words += [f"--{option}", getattr(args, option)]
+    if args.mode != "replicated-group":
+        words += ["--mode", args.mode]
+    for option in ("runs", "minutes"):
+        if getattr(args, option):
+            words += [f"--{option}", str(getattr(args, option))]
+    return " ".join(words)
 
 
 def _cmd_allure(args: argparse.Namespace) -> int:
@@ -162,6 +220,7 @@ def _cmd_allure(args: argparse.Namespace) -> int:
     the command runs there."""
     import os
 
+    require(REPORTS, "lab allure (its timeline charts)")
     from lab.reporting.allure_ci import executor_of
     from lab.reporting.allure_cli import generate_report
 
