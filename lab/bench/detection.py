@@ -24,7 +24,6 @@ import contextlib
 import datetime as dt
 import json
 import os
-import platform
 import re
 import signal
 from collections.abc import Iterator, Sequence
@@ -48,6 +47,7 @@ from lab.bench.detection_results import (
 )
 from lab.bench.scratch import ScratchRoot, Tree
 from lab.bench.zoo import Bug, bugs_named, load_zoo
+from lab.ground.machine import this_machine
 
 __all__ = ["BENCHMARK", "list_zoo", "named_scenarios", "run_detection"]
 
@@ -208,8 +208,7 @@ def _with_folder(cell: CellResult, folder: Path) -> CellResult:
 
 
 def _machine() -> str:
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    return f"{platform.node()}, {os.cpu_count()} cores, load {load:.1f}"
+    return f"{this_machine().describe()}; load average {os.getloadavg()[0]:.1f}"
 
 
 @contextlib.contextmanager
