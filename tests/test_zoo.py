@@ -123,7 +123,7 @@ def test_a_bad_bug_file_is_refused_naming_the_field(
 def test_a_bug_file_without_its_incident_or_unreadable_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "x.toml"
     path.write_text('name = "x"\n[[replace]\n')
-    with pytest.raises(InputError, match=r"x.toml: not TOML"):
+    with pytest.raises(InputError, match=r"x.toml:2: not valid TOML"):
         load_bug(path)
     path.write_text(
         'name = "x"\ndesign = "active-passive"\nbreaks = "b"\nclaim = "c"\ndocument = "d"\n'

@@ -23,7 +23,6 @@ is a fixed schedule (`lab run --spec`) under which the mutated tree shows it.
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +30,7 @@ from typing import Any
 
 from lab.ground.cluster_settings import MODES
 from lab.ground.errors import InputError, UsageError
+from lab.ground.files import read_user_document
 from lab.ground.paths import LAB_ROOT
 
 __all__ = ["ZOO_DIR", "Bug", "Replacement", "bugs_named", "load_bug", "load_zoo"]
@@ -128,13 +128,9 @@ def parse_bug(raw: Mapping[str, Any], source: Path) -> Bug:
 
 
 def load_bug(path: Path) -> Bug:
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot be read: {exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"{path}: not TOML: {exc}") from None
-    bug = parse_bug(raw, path)
+    """The bug in `path`; InputError (one line naming the file) when it cannot be read, is not
+    TOML, or a field is wrong."""
+    bug = parse_bug(read_user_document(path, "bug file", kind="toml"), path)
     if not bug.incident.is_file():
         raise InputError(f"{path}: its incident {bug.incident} is missing")
     return bug
