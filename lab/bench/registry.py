@@ -8,6 +8,7 @@ from lab.bench import (
     campaign,
     check_command,
     checker,
+    detection,
     durability,
     failover,
     interrupt,
@@ -38,6 +39,7 @@ BENCHMARKS: Mapping[str, Benchmark] = {
         interrupt.BENCHMARK,
         soak.BENCHMARK,
         node_memory.BENCHMARK,
+        detection.BENCHMARK,
     )
 }
 

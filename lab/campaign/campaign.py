@@ -8,7 +8,8 @@ replayed, up to FIXED_AFTER times, stopping at the first reproduction; then fres
 only when its estimated length (its cell's longest run so far, or the scenario's load plus
 a start-and-stop allowance) fits in the time left. Runs still going a grace period past
 the budget are interrupted (they heal and stop as on Ctrl-C). Ctrl-C stops the campaign
-the same way, and campaign.json says what finished.
+the same way, and campaign.json says what finished. With `stop_at_broken` the campaign ends
+at its first broken run: nothing more starts, and runs still going are interrupted.
 """
 
 from __future__ import annotations
@@ -95,6 +96,11 @@ class _Schedule:
         self.numbers += 1
         return Task(self.numbers, draw.cell, draw.seed, hosts_file=self.hosts_file)
 
+    def stop(self) -> None:
+        """Nothing more starts (a campaign that stops at its first broken run)."""
+        self.replays.clear()
+        self.drawing = False
+
     def replayed(self, failure: Failure, record: RunRecord) -> None:
         self.replaying.discard(failure.id)
         if not record.reproduced and self.tries[failure.id] < FIXED_AFTER:
@@ -149,6 +155,10 @@ def run_campaign(
                 summary = summary.with_record(record).with_running(len(running), deadline)
                 write_campaign(out_dir, summary)
                 show(summary, summary.line(record))
+                if request.stop_at_broken and record.verdict == "broken":
+                    schedule.stop()
+                    for other in running:
+                        other.interrupt()
             if time.monotonic() > deadline + GRACE_S:
                 for job in running:
                     job.interrupt()

@@ -103,7 +103,8 @@ def _names(given: tuple[str, ...], known: tuple[str, ...] | list[str], what: str
 @dataclass(frozen=True)
 class CampaignRequest:
     """Every choice of `lab campaign`, checked when made. `modes` empty: each scenario in
-    its own mode; `jobs` runs at once on this machine."""
+    its own mode; `jobs` runs at once on this machine; `stop_at_broken`: the campaign ends
+    at its first broken run (the runs still going are interrupted)."""
 
     budget_s: float
     seed: int
@@ -114,6 +115,7 @@ class CampaignRequest:
     jobs: int = 1
     shard: Shard = Shard(1, 1)
     hosts_file: Path | None = None  # the hosts backend's (--backends ssh)
+    stop_at_broken: bool = False
 
     def __post_init__(self) -> None:
         if not self.scenarios or not self.targets or not self.backends:

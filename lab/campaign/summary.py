@@ -2,8 +2,8 @@
 of several campaign folders (the shards of one night) into one.
 
 campaign.json (`v` 1): `request` (budget, seed, scenarios, targets, backends, modes, jobs,
-shard), `started`, `ended`, `elapsed_s`, `cells` and `skipped` (each with its reason),
-`runs` (one record per run: number, kind fresh|replay, scenario, target, backend, mode,
+shard, stop_at_broken), `started`, `ended`, `elapsed_s`, `cells` and `skipped` (each with
+its reason), `runs` (one record per run: number, kind fresh|replay, scenario, target, backend, mode,
 seed, verdict, violations, seconds, folder relative to the campaign folder, error, the
 failure it showed and whether that failure is new, and for a replay whether it
 reproduced), `replays` (per failure replayed: its id and outcome — still failing, flaky,
@@ -45,6 +45,7 @@ def _request_json(request: CampaignRequest) -> dict[str, Any]:
         "modes": list(request.modes),
         "jobs": request.jobs,
         "shard": str(request.shard),
+        "stop_at_broken": request.stop_at_broken,
     }
 
 

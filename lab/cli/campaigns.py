@@ -51,6 +51,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Comman
     campaign.add_argument("--out", type=Path, help="the campaign folder (default campaigns/…)")
     campaign.add_argument("--failures-dir", type=Path, default=DEFAULT_FAILURES)
     campaign.add_argument("--no-report", action="store_true", help="skip the Spark report")
+    campaign.add_argument(
+        "--stop-at-first-broken",
+        action="store_true",
+        help="end at the first broken run (those still going are interrupted)",
+    )
 
     failures = sub.add_parser("failures", help="the failure database: list, show, forget")
     failures.add_argument("action", choices=["list", "show", "forget"])
@@ -122,6 +127,7 @@ def _request(args: argparse.Namespace) -> CampaignRequest:
         jobs=args.jobs,
         shard=shard,
         hosts_file=args.hosts,
+        stop_at_broken=args.stop_at_first_broken,
     )
 
 

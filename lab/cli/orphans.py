@@ -3,7 +3,8 @@ their folders get their result.json (lab.run.active), and their containers, netw
 volumes — found by their labels, whose owner process is gone — are removed, and so are the
 tmpfs node disks a killed lab mounted on local processes (`lab-disk:<pid>`), and the packet
 filter rules and cgroups it made to cut node links between them (`lab-peers:<pid>.<k>`), the
-namespace rigs it made and what its runs put on their hosts (lab.backends.ssh.reaper). Processes
+namespace rigs it made and what its runs put on their hosts (lab.backends.ssh.reaper), and
+the scratch copies of the tree a detection benchmark made (`lab-zoo-<pid>-…`). Processes
 need nothing here: each dies with the lab process that started it (PR_SET_PDEATHSIG),
 and Toxiproxy's toxics with Toxiproxy."""
 
@@ -45,6 +46,7 @@ def clear_orphans(log: Path | None = None) -> list[str]:
     attempt("namespace rigs", _reap_rigs)
     if HOSTS.installed:  # without AsyncSSH this environment never ran a node on a host
         attempt("hosts", _reap_host_sessions)
+    attempt("scratch trees", _reap_scratch)
     # Without the Docker SDK this environment never ran a container to leave behind.
     if DOCKER.installed and (os.environ.get("DOCKER_HOST") or _SOCKET.exists()):
         attempt("containers", _reap_containers)
@@ -73,6 +75,12 @@ def _reap_peer_filters() -> list[str]:
     from lab.backends.process.peer_filter import reap_peer_filters
 
     return [f"{what} (its lab is gone)" for what in reap_peer_filters()]
+
+
+def _reap_scratch() -> list[str]:
+    from lab.bench.scratch import reap_scratch
+
+    return [f"scratch tree {folder} (its benchmark is gone)" for folder in reap_scratch()]
 
 
 def _reap_rigs() -> list[str]:

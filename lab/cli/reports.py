@@ -50,6 +50,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Comman
         help="also write the figure, its date and the machine into a generated page "
         "(docs/observed/benchmarks.md)",
     )
+    from lab.bench.detection_request import add_detection_options
+
+    add_detection_options(bench.add_argument_group("detection (lab bench detection only)"))
 
     allure = sub.add_parser("allure", help="an Allure HTML report from pytest's --alluredir")
     allure.add_argument("results_dir", type=Path)
@@ -107,6 +110,14 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     for extra in EXTRAS:
         if extra.name in bench.needs or (extra.name == "docker" and args.backend == "docker"):
             require(extra, f"lab bench {bench.name}")
+    if bench.name == "detection":
+        return _detection(args)
+    from lab.bench.detection_request import OPTIONS
+
+    given = [name for name in OPTIONS if getattr(args, name) not in (None, False)]
+    if given:
+        flag = "--" + ("list" if given[0] == "list_zoo" else given[0].replace("_", "-"))
+        raise UsageError(f"{flag} is an option of `lab bench detection` only")
     sized = [(name, value) for name in ("runs", "minutes") if (value := getattr(args, name))]
     if sized and bench.size_option != sized[0][0]:
         takes = f"--{bench.size_option}" if bench.size_option else "no length option"
@@ -152,6 +163,41 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         from lab.ground.machine import this_machine
 
         record(args.record, _bench_command(args), figure, started, load, this_machine())
+    return 0
+
+
+def _detection(args: argparse.Namespace) -> int:
+    """`lab bench detection`: the zoo listed, or the benchmark (every flag checked first)."""
+    from lab.bench.detection import list_zoo, run_detection
+    from lab.bench.detection_request import detection_request
+    from lab.bench.zoo import load_zoo
+
+    if args.backend != "process" or args.target != "broker_ref" or args.runs or args.minutes:
+        raise UsageError("lab bench detection runs broker_ref on local processes, no length")
+    if args.mode != "replicated-group":
+        raise UsageError("lab bench detection runs each bug in its own HA design: no --mode")
+    bugs = load_zoo()
+    if args.list_zoo:
+        if args.record is not None:
+            raise UsageError("--record keeps a benchmark's figure; --list prints the zoo")
+        for line in list_zoo(bugs):
+            print(line)
+        return 0
+    request = detection_request(args)
+    if args.record is not None:
+        from lab.bench.record import check_page
+
+        check_page(args.record)
+    started, load = dt.datetime.now(dt.UTC), os.getloadavg()[0]
+    figure = run_detection(say, request)
+    print(figure)
+    if args.record is not None:
+        from lab.bench.detection_page import command_of
+        from lab.bench.record import record
+        from lab.ground.machine import this_machine
+
+        last = figure.splitlines()[-1]
+        record(args.record, command_of(request), last, started, load, this_machine())
     return 0
 
 

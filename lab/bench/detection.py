@@ -1,0 +1,291 @@
+"""detection: how good the lab's campaigns are at finding bugs, measured on the bug zoo.
+
+For each bug (lab.bench.zoo) a scratch copy of the tree gets the bug (lab.bench.scratch),
+and for each generator and trial its own `lab` runs a campaign of `random` in the bug's HA
+design, with a fixed budget, that stops at its first broken run (`--stop-at-first-broken`),
+its failure database apart. Trial k has the same campaign seed for every bug and generator.
+A cell is found when its campaign broke; its time to detection runs from the campaign
+command's start to the end of that run. For each bug and generator, the first broken run
+found is then given to `lab shrink`. With `--named` every bug also meets the named scenarios
+of its design (J1–J13 or C1–C8, seed 1), and the tree without a bug meets them too, so a
+scenario that fails anyway is seen as such; `--control` runs the same campaigns on the tree
+without a bug. The product's tree is never changed: the copies live in a scratch root that
+is removed at the end (and by the next `lab` command if the benchmark was killed).
+
+The figure: the table bug × generator (found k/trials, median minutes and runs to
+detection, the shrink), then the headline, e.g.
+
+    detection: random 7/13 found, median 3.1 min; coverage 12/13, median 1.2 min (2.6x) (…)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import os
+import re
+import signal
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from types import FrameType
+
+from lab.bench._base import Benchmark, Say
+from lab.bench.detection_jobs import Job, JobPool, Progress
+from lab.bench.detection_request import DetectionRequest
+from lab.bench.detection_results import (
+    CellResult,
+    NamedResult,
+    ShrinkResult,
+    cell_of_campaign,
+    headline,
+    named_of_run,
+    named_summary,
+    shrink_of,
+    table,
+    to_json,
+)
+from lab.bench.scratch import ScratchRoot, Tree
+from lab.bench.zoo import Bug, bugs_named, load_zoo
+from lab.ground.machine import this_machine
+
+__all__ = ["BENCHMARK", "list_zoo", "named_scenarios", "run_detection"]
+
+_ID = re.compile(r"^([JC])(\d+)\b")
+_SLACK_S = 90.0  # a campaign's start, its last run past the budget, its stop
+NAMED_SEED = 1
+
+
+def named_scenarios(design: str) -> list[tuple[str, str]]:
+    """(id, scenario) of the named scenarios of a design: those whose summary begins with
+    their id in the seeds' situations (J1 … J13, C1 … C8), in id order."""
+    from scenarios.catalog import RUNNABLE
+
+    found: list[tuple[str, int, str]] = []
+    for name, scenario in RUNNABLE.items():
+        match = _ID.match(scenario.summary)
+        if match and scenario.mode == design:
+            found.append((match.group(1), int(match.group(2)), name))
+    return [(f"{letter}{number}", name) for letter, number, name in sorted(found)]
+
+
+def list_zoo(bugs: Sequence[Bug]) -> list[str]:
+    """One line a bug, its name first."""
+    width = max(len(b.name) for b in bugs)
+    return [
+        f"{b.name:<{width}}  {b.design:<16}  expects {', '.join(b.expect)}"
+        f"{' (cheap)' if b.cheap else ''}"
+        for b in bugs
+    ]
+
+
+class _Detection:
+    """One benchmark: its jobs, and what they found."""
+
+    def __init__(self, request: DetectionRequest, root: ScratchRoot, pool: JobPool) -> None:
+        self.request = request
+        self.root = root
+        self.pool = pool
+        self.cells: list[CellResult] = []
+        self.shrinks: list[ShrinkResult] = []
+        self.named: list[NamedResult] = []
+        self._pending: dict[tuple[str, str], int] = {}  # (bug, generator): trials left
+
+    def campaign(
+        self, tree: Tree, bug: Bug | None, design: str, generator: str, trial: int, seed: int
+    ) -> None:
+        name = bug.name if bug else "no-bug"
+        key = f"{name}-{generator}-{trial}"
+        out = self.root.path / "campaigns" / key
+        args = [
+            *("campaign", "--budget", f"{self.request.budget_s:g}", "--scenarios", "random"),
+            *("--mode", design, "--seed", str(seed), "--jobs", "1", "--stop-at-first-broken"),
+            *("--no-report", "--out", str(out)),
+            *("--failures-dir", str(self.root.path / "failures" / key)),
+        ]
+        if generator != "random":
+            args += ["--guide", generator]
+        job = Job(f"{name} · {generator} · trial {trial}", tree, tuple(args), 0.0, lambda *a: None)
+
+        def done(code: int, stdout: str, stderr: str) -> None:
+            assert job.began is not None
+            self._campaign_done(job, code, stderr, out, bug, design, generator, trial, seed)
+
+        job.done = done
+        job.estimate_s = self.request.budget_s + _SLACK_S
+        if bug is not None:
+            self._pending[(bug.name, generator)] = self._pending.get((bug.name, generator), 0) + 1
+        self.pool.submit(job)
+
+    def _campaign_done(
+        self,
+        job: Job,
+        code: int,
+        stderr: str,
+        out: Path,
+        bug: Bug | None,
+        design: str,
+        generator: str,
+        trial: int,
+        seed: int,
+    ) -> None:
+        assert job.began is not None
+        try:
+            campaign = json.loads((out / "campaign.json").read_text(encoding="utf-8"))
+            cell = cell_of_campaign(
+                campaign,
+                job.began,
+                bug=bug.name if bug else None,
+                design=design,
+                generator=generator,
+                trial=trial,
+                seed=seed,
+            )
+        except (OSError, ValueError) as exc:
+            said = [x for x in stderr.splitlines() if x.startswith("lab:")]
+            why = said[-1] if said else f"exit status {code}: {exc}"
+            cell = CellResult(
+                bug.name if bug else None,
+                design,
+                generator,
+                trial,
+                seed,
+                False,
+                0,
+                None,
+                error=why,
+            )
+        if cell.folder is not None:
+            cell = _with_folder(cell, out / cell.folder)
+        self.cells.append(cell)
+        if bug is None:
+            return
+        self._pending[(bug.name, generator)] -= 1
+        if self._pending[(bug.name, generator)] == 0:
+            self._shrink_first(job.tree, bug, generator)
+
+    def _shrink_first(self, tree: Tree, bug: Bug, generator: str) -> None:
+        """`lab shrink` on the first broken run its trials found (the lowest trial's)."""
+        found = sorted(
+            (c for c in self.cells if c.bug == bug.name and c.generator == generator and c.found),
+            key=lambda c: c.trial,
+        )
+        if not found or self.request.shrink_budget_s <= 0 or found[0].folder is None:
+            return
+        out = self.root.path / "shrinks" / f"{bug.name}-{generator}"
+        args = (
+            *("shrink", found[0].folder, "--budget", f"{self.request.shrink_budget_s:g}"),
+            *("--tries", "1", "--out", str(out)),
+        )
+
+        def done(code: int, stdout: str, stderr: str) -> None:
+            self.shrinks.append(shrink_of(bug.name, generator, code, out))
+
+        estimate = self.request.shrink_budget_s + _SLACK_S
+        self.pool.submit(Job(f"{bug.name} · shrink", tree, args, estimate, done))
+
+    def named_runs(self, tree: Tree, bug: Bug | None, design: str) -> None:
+        name = bug.name if bug else "no-bug"
+        for label, scenario in named_scenarios(design):
+            runs = self.root.path / "named" / name
+            args = ("run", scenario, "--seed", str(NAMED_SEED), "--runs-dir", str(runs))
+
+            def done(
+                code: int, stdout: str, stderr: str, label: str = label, scenario: str = scenario
+            ) -> None:
+                found = named_of_run(
+                    bug.name if bug else None, scenario, label, code, stdout, stderr
+                )
+                self.named.append(found)
+
+            self.pool.submit(Job(f"{name} · {label} {scenario}", tree, args, 120.0, done))
+
+
+def _with_folder(cell: CellResult, folder: Path) -> CellResult:
+    from dataclasses import replace
+
+    return replace(cell, folder=str(folder))
+
+
+def _machine() -> str:
+    return f"{this_machine().describe()}; load average {os.getloadavg()[0]:.1f}"
+
+
+@contextlib.contextmanager
+def _interruptible() -> Iterator[None]:
+    """Ctrl-C and SIGTERM stop the benchmark the same way (its campaigns heal and stop, its
+    scratch root is removed), also when it was started where SIGINT is ignored."""
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    for sig in before:
+        signal.signal(sig, stop)
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+
+
+def run_detection(say: Say, request: DetectionRequest) -> str:
+    """Run the benchmark; the table and, last, the headline."""
+    with _interruptible():
+        return _run(say, request)
+
+
+def _run(say: Say, request: DetectionRequest) -> str:
+    bugs = bugs_named(load_zoo(), request.bugs)
+    designs = sorted({b.design for b in bugs})
+    began = dt.datetime.now(dt.UTC)
+    say(
+        f"detection: {len(bugs)} bug(s), generators {', '.join(request.generators)}, "
+        f"{request.trials} trial(s) of {request.budget_s / 60:g} min, {request.jobs} at once "
+        f"({_machine()})"
+    )
+    progress = Progress()
+    with ScratchRoot() as root:
+        trees = {b.name: root.tree(b.name, b) for b in bugs}  # a stale bug stops us here
+        clean = root.tree("no-bug") if request.named or request.control else None
+        detection = _Detection(request, root, JobPool(request.jobs, root.path / "logs", progress))
+        for bug in bugs:
+            for generator in request.generators:
+                for trial, seed in enumerate(request.seeds(), start=1):
+                    detection.campaign(trees[bug.name], bug, bug.design, generator, trial, seed)
+        if clean is not None and request.control:
+            for design in designs:
+                for generator in request.generators:
+                    detection.campaign(clean, None, design, generator, 1, request.seed)
+        if request.named:
+            for bug in bugs:
+                detection.named_runs(trees[bug.name], bug, bug.design)
+            assert clean is not None
+            for design in designs:
+                detection.named_runs(clean, None, design)
+        detection.pool.run()
+    cells = sorted(detection.cells, key=lambda c: (c.bug is None, c.name, c.generator, c.trial))
+    lines = table(cells, detection.shrinks, detection.named, request.generators)
+    if cells and detection.named:
+        last = f"{headline(cells, request.generators, request.budget_s)}; "
+        last += named_summary(detection.named)
+    elif cells:
+        last = headline(cells, request.generators, request.budget_s)
+    else:
+        last = f"detection: {named_summary(detection.named)}"
+    if request.page is not None:
+        from lab.bench.detection_page import write_page
+
+        write_page(request, began, _machine(), cells, detection.shrinks, detection.named, last)
+        request.page.with_suffix(".json").write_text(
+            json.dumps(to_json(cells, detection.shrinks, detection.named), indent=2) + "\n",
+            encoding="utf-8",
+        )
+    return "\n".join([*lines, last])
+
+
+BENCHMARK = Benchmark(
+    name="detection",
+    description="bugs of the zoo found per campaign budget, and the time to find each",
+    run=lambda say: run_detection(say, DetectionRequest()),
+)

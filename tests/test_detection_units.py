@@ -1,0 +1,268 @@
+"""The detection benchmark without running it: its flags (a generator this lab's campaign
+cannot run refused before anything starts), a campaign's record read as a finding, the
+table, the headline and the generated page, the named scenarios per design."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+from pathlib import Path
+
+import pytest
+from conftest import run_lab
+
+from lab.bench.detection import list_zoo, named_scenarios
+from lab.bench.detection_page import command_of, page
+from lab.bench.detection_request import (
+    DetectionRequest,
+    add_detection_options,
+    detection_request,
+)
+from lab.bench.detection_results import (
+    CellResult,
+    NamedResult,
+    ShrinkResult,
+    cell_of_campaign,
+    headline,
+    named_of_run,
+    named_summary,
+    shrink_of,
+    table,
+)
+from lab.bench.zoo import load_zoo
+from lab.ground.errors import UsageError
+
+BEGAN = dt.datetime(2026, 11, 26, 8, 0, 0, tzinfo=dt.UTC)
+
+
+def _args(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    add_detection_options(parser.add_argument_group("detection"))
+    return parser.parse_args(list(argv))
+
+
+def test_the_defaults_and_the_flags_make_the_request() -> None:
+    assert detection_request(_args()) == DetectionRequest()
+    asked = detection_request(
+        _args(
+            *("--bugs", "a,b", "--budget", "2m", "--trials", "2", "--jobs", "2", "--named"),
+            *("--seed", "5", "--shrink-budget", "0", "--control"),
+        )
+    )
+    assert (asked.bugs, asked.budget_s, asked.trials, asked.jobs) == (("a", "b"), 120.0, 2, 2)
+    assert asked.named and asked.control and asked.shrink_budget_s == 0 and asked.seeds() == (5, 6)
+    matrix = detection_request(_args("--named", "--trials", "0"))
+    assert matrix.trials == 0 and matrix.seeds() == ()
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (("--generators", "coverage"), "generator 'coverage' needs `lab campaign --guide"),
+        (("--generators", "fuzz"), "unknown generator 'fuzz'"),
+        (("--generators", "random,random"), "a generator is named twice"),
+        (("--trials", "0"), "--trials 0: at least one (0 only with --named"),
+        (("--jobs", "0"), "--jobs 0: at least one at a time"),
+        (("--budget", "5"), "budget '5' is too short"),
+        (("--seed", "-1"), "--seed -1: a seed is 0 or more"),
+    ],
+)
+def test_a_bad_flag_is_refused_before_anything_starts(argv: tuple[str, ...], message: str) -> None:
+    with pytest.raises(UsageError, match=message.replace("(", r"\(").replace("`", ".")):
+        detection_request(_args(*argv), campaign_help="usage: lab campaign [--budget BUDGET]")
+
+
+def test_coverage_is_taken_once_lab_campaign_offers_its_guide() -> None:
+    offered = "  --guide {random,coverage}  how the runs are drawn"
+    asked = detection_request(_args("--generators", "random,coverage"), campaign_help=offered)
+    assert asked.generators == ("random", "coverage")
+
+
+def _record(number: int, verdict: str, started: str, seconds: float, **more: object) -> dict:
+    return {
+        "number": number,
+        "kind": "fresh",
+        "verdict": verdict,
+        "started": started,
+        "seconds": seconds,
+        "violations": more.get("violations", []),
+        "folder": more.get("folder"),
+        "seed": more.get("seed", number * 11),
+    }
+
+
+def test_a_campaigns_first_broken_run_is_its_finding() -> None:
+    campaign = {
+        "runs": [
+            _record(2, "unknown", "2026-11-26T08:00:31.000000Z", 29.0),
+            _record(1, "held", "2026-11-26T08:00:01.500000Z", 29.0),
+            _record(
+                3,
+                "broken",
+                "2026-11-26T08:01:01.000000Z",
+                29.0,
+                violations=["lost"],
+                folder="runs/random/x",
+                seed=99,
+            ),
+            _record(4, "broken", "2026-11-26T08:01:31.000000Z", 29.0),
+            {**_record(5, "broken", "2026-11-26T08:00:00.000000Z", 1.0), "kind": "replay"},
+        ]
+    }
+    cell = cell_of_campaign(
+        campaign, BEGAN, bug="b", design="replicated-group", generator="random", trial=1, seed=7
+    )
+    assert (cell.found, cell.runs, cell.minutes, cell.kinds) == (True, 3, 1.5, ("lost",))
+    assert (cell.folder, cell.run_seed, cell.unknown) == ("runs/random/x", 99, 1)
+    quiet = {"runs": [_record(1, "held", "2026-11-26T08:00:01.500000Z", 29.0)]}
+    none = cell_of_campaign(
+        quiet, BEGAN, bug=None, design="active-passive", generator="random", trial=1, seed=7
+    )
+    assert (none.found, none.runs, none.minutes, none.name) == (False, 1, None, "(no bug)")
+
+
+def _cell(bug: str | None, generator: str, trial: int, minutes: float | None) -> CellResult:
+    return CellResult(
+        bug,
+        "replicated-group",
+        generator,
+        trial,
+        10 + trial,
+        minutes is not None,
+        4 if minutes else 9,
+        minutes,
+        ("lost",) if minutes else (),
+    )
+
+
+CELLS = [
+    _cell("a", "random", 1, 2.0),
+    _cell("a", "random", 2, None),
+    _cell("b", "random", 1, None),
+    _cell("b", "random", 2, None),
+    _cell("a", "coverage", 1, 1.0),
+    _cell("a", "coverage", 2, 0.5),
+    _cell("b", "coverage", 1, 3.0),
+    _cell("b", "coverage", 2, None),
+    _cell(None, "random", 1, None),
+    CellResult(None, "active-passive", "random", 1, 11, False, 0, None, error="lab: error: x"),
+]
+
+
+def test_the_headline_counts_bugs_found_and_compares_median_times() -> None:
+    assert headline(CELLS, ("random", "coverage"), 600) == (
+        "detection: random 1/2 found, median 2.0 min; coverage 2/2, median 1.0 min (2.0x) "
+        "(campaigns of 10 min, 2 trials each)"
+    )
+    alone = [c for c in CELLS if c.generator == "random" and c.bug == "b"]
+    assert headline(alone, ("random",), 300) == (
+        "detection: random 0/1 found, none found (campaigns of 5 min, 2 trials each)"
+    )
+
+
+def test_the_table_shows_each_bug_by_generator_with_its_shrink_and_named_runs() -> None:
+    shrinks = [ShrinkResult("a", "random", "shrunk", (40, 6), (18.0, 7.5), 9)]
+    named = [
+        NamedResult("a", "master-failure", "J1", "broken", ("lost",)),
+        NamedResult("a", "quorum-loss", "J6", "held"),
+        NamedResult("a", "disk-full", "J12", "refused", reason="needs root"),
+    ]
+    lines = table(CELLS, shrinks, named, ("random", "coverage"))
+    assert lines[1].split() == [
+        "a",
+        "replicated-group",
+        "1/2",
+        "2.0",
+        "min",
+        "4",
+        "runs,",
+        "shrunk",
+        "40→6",
+        "ops",
+        "2/2",
+        "0.8",
+        "min",
+        "4",
+        "runs",
+    ]
+    assert lines[2].strip() == "kinds seen: lost"
+    assert lines[3].strip() == "named: 1/3 fail: J1 master-failure (lost) [J12 refused]"
+    assert lines[4].split()[:3] == ["b", "replicated-group", "0/2"] and "(18 runs)" in lines[4]
+    assert lines[5].strip() == "kinds seen: lost"  # coverage found it
+    assert lines[6].split()[:4] == ["(no", "bug)", "replicated-group", "0/1"]
+    assert lines[7].split()[:4] == ["(no", "bug)", "active-passive", "0/1"]
+    assert (
+        "(1 failed to run)" in lines[7] and lines[8].strip() == "a campaign failed: lab: error: x"
+    )
+
+
+def test_the_named_scenarios_catch_a_bug_only_where_they_hold_without_it() -> None:
+    named = [
+        NamedResult("a", "master-failure", "J1", "broken", ("lost",)),
+        NamedResult("b", "quorum-loss", "J6", "broken", ("lost",)),  # fails without a bug too
+        NamedResult("b", "master-failure", "J1", "held"),
+        NamedResult("c", "master-failure", "J1", "error", reason="not ready"),
+        NamedResult(None, "master-failure", "J1", "held"),
+        NamedResult(None, "quorum-loss", "J6", "broken", ("lost",)),
+    ]
+    assert named_summary(named) == "named scenarios caught 1/3 bugs (1/2 held without a bug)"
+
+
+def test_the_page_says_when_where_and_how_it_was_made(tmp_path: Path) -> None:
+    request = DetectionRequest(trials=2, generators=("random", "coverage"), page=tmp_path / "d.md")
+    text = page(request, BEGAN, "vm, 2 cores, load 3.0", CELLS, [], [], "detection: …")
+    assert "- began 2026-11-26 08:00 UTC" in text and "machine: vm, 2 cores" in text
+    assert f"`{command_of(request)}`" in text
+    assert command_of(request).startswith("lab bench detection --budget 600s --trials 2")
+    assert "| a | replicated-group | 1/2, 2.0 min, 4 runs | 2/2, 0.8 min, 4 runs | lost |" in text
+    assert "| b | random | 2 | 12 | no | 9 | 0 | – | – | – |" in text
+
+
+def test_named_runs_and_shrinks_are_read_from_what_the_commands_wrote(tmp_path: Path) -> None:
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / "result.json").write_text(json.dumps({"verdict": "broken", "violations": ["lost"]}))
+    found = named_of_run("a", "master-failure", "J1", 1, f"{folder}\nverdict\n", "")
+    assert (found.verdict, found.kinds, found.failed) == ("broken", ("lost",), True)
+    refused = named_of_run("a", "disk-full", "J12", 2, "", "lab: error: needs root\n")
+    assert (refused.verdict, refused.reason, refused.failed) == (
+        "refused",
+        "error: needs root",
+        False,
+    )
+    assert shrink_of("a", "random", 4, tmp_path).outcome == "did not reproduce"
+    assert shrink_of("a", "random", 0, tmp_path).outcome == "error"  # no shrink.json
+    (tmp_path / "shrink.json").write_text(
+        json.dumps({"operations": [40, 6], "load_s": [18, 7.5], "reruns": 9})
+    )
+    done = shrink_of("a", "random", 0, tmp_path)
+    assert (done.outcome, done.operations, done.shown()) == ("shrunk", (40, 6), "shrunk 40→6 ops")
+
+
+def test_the_named_scenarios_are_j1_to_j13_and_c1_to_c8() -> None:
+    replicated = named_scenarios("replicated-group")
+    labels = [label for label, _ in replicated]
+    assert labels == sorted(labels, key=lambda x: int(x[1:]))
+    assert set(labels) == {f"J{i}" for i in range(1, 14)}
+    assert ("J1", "master-failure") in replicated and ("J8", "never-priority-loss") in replicated
+    cluster = named_scenarios("active-passive")
+    assert [label for label, _ in cluster] == [f"C{i}" for i in range(1, 9)]
+
+
+def test_the_zoo_is_listed_one_bug_a_line_name_first(tmp_path: Path) -> None:
+    bugs = load_zoo()
+    assert [line.split()[0] for line in list_zoo(bugs)] == [b.name for b in bugs]
+    listed = run_lab("bench", "detection", "--list", cwd=tmp_path)
+    assert listed.returncode == 0 and listed.stdout.splitlines() == list_zoo(bugs)
+
+
+def test_the_cli_refuses_what_detection_cannot_do_with_one_line(tmp_path: Path) -> None:
+    coverage = run_lab("bench", "detection", "--generators", "coverage", cwd=tmp_path)
+    assert coverage.returncode == 2 and coverage.stdout == ""
+    assert coverage.stderr.startswith("lab: error: generator 'coverage' needs `lab campaign")
+    other = run_lab("bench", "startup", "--trials", "2", cwd=tmp_path)
+    assert other.returncode == 2
+    assert other.stderr == "lab: error: --trials is an option of `lab bench detection` only\n"
+    unknown = run_lab("bench", "detection", "--bugs", "nope", cwd=tmp_path)
+    assert unknown.returncode == 2 and "no bug 'nope' in the zoo" in unknown.stderr
