@@ -1,0 +1,167 @@
+"""The coverage guide's decisions (lab.campaign.guide), without running anything: seeded, so
+the same observations in the same order make the same proposals — also interleaved as
+`--jobs 2` interleaves them, and replayed from guide.jsonl's lines; a run that reached new
+behaviour joins the corpus and is mutated next; the bandit hears what paid; cells of other
+scenarios run their seeds; `random` (the blind guide) only measures."""
+
+from __future__ import annotations
+
+import random
+from itertools import islice
+
+import pytest
+
+from lab.campaign.guide import (
+    ARMS,
+    BlindGuide,
+    CoverageGuide,
+    Guide,
+    Proposal,
+    make_guide,
+    observe_line,
+    propose_line,
+    replay,
+)
+from lab.campaign.plan import CampaignRequest, Shard
+from lab.ground.errors import InputError, UsageError
+
+SHARD = Shard(1, 1)
+
+
+def _cells(*scenarios: str, modes: tuple[str, ...] = ()) -> CampaignRequest:
+    return CampaignRequest(budget_s=600, seed=3, scenarios=scenarios or ("random",), modes=modes)
+
+
+def _behaviours(number: int, origin: str) -> frozenset[str]:
+    """Made-up outcomes: each run shows a few behaviours, some new, as a cluster would."""
+    rng = random.Random(f"{number} {origin}")
+    return frozenset(f"b{rng.randrange(40)}" for _ in range(6))
+
+
+def _drive(guide: Guide, request: CampaignRequest, runs: int, jobs: int) -> list[dict]:
+    """Propose and observe as a campaign with `jobs` runs at once does (a run's outcome comes
+    back once `jobs` runs are going); the log of what happened, in order."""
+    cells, _ = request.cells()
+    draws = iter(request.draws(cells))
+    log: list[dict] = []
+    going: list[Proposal] = []
+
+    def finish(p: Proposal) -> None:
+        seen = _behaviours(p.number, p.origin)
+        guide.observe(p.number, p.cell, seen, "held", None)
+        log.append(observe_line(p.number, p.cell, seen, "held", None))
+
+    for number in range(1, runs + 1):
+        proposal = guide.propose(number, next(draws))
+        log.append(propose_line(proposal))
+        going.append(proposal)
+        if len(going) == jobs:
+            finish(going.pop(0))
+    for p in going:
+        finish(p)
+    return log
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_the_same_outcomes_in_the_same_order_make_the_same_specs(jobs: int) -> None:
+    request = _cells(modes=("replicated-group", "active-passive"))
+    first = _drive(CoverageGuide(3, SHARD), request, 30, jobs)
+    again = _drive(CoverageGuide(3, SHARD), request, 30, jobs)
+    assert first == again
+    origins = {line["propose"]["origin"] for line in first if "propose" in line}
+    assert "fresh" in origins and origins - {"fresh"}, "mutations should follow fresh draws"
+    other_seed = _drive(CoverageGuide(4, SHARD), request, 30, jobs)
+    assert other_seed != first
+    other_shard = _drive(CoverageGuide(3, Shard(2, 2)), request, 30, jobs)
+    assert other_shard != first
+
+
+def test_a_log_replays_into_the_same_decisions_and_a_foreign_log_is_refused() -> None:
+    request = _cells()
+    log = _drive(CoverageGuide(3, SHARD), request, 20, 2)
+    made = replay(CoverageGuide(3, SHARD), log)
+    assert [propose_line(p) for p in made] == [line for line in log if "propose" in line]
+    with pytest.raises(InputError, match="not its log"):
+        replay(CoverageGuide(5, SHARD), log)
+    tampered = [dict(line) for line in log]
+    first_mutation = next(
+        i
+        for i, line in enumerate(tampered)
+        if "propose" in line and line["propose"]["origin"] != "fresh"
+    )
+    tampered[first_mutation] = {
+        "propose": {**tampered[first_mutation]["propose"], "spec": "0" * 12}
+    }
+    with pytest.raises(InputError):
+        replay(CoverageGuide(3, SHARD), tampered)
+
+
+def test_new_behaviour_joins_the_corpus_and_is_mutated_next() -> None:
+    guide = CoverageGuide(3, SHARD)
+    cells, _ = _cells().cells()
+    draws = _cells().draws(cells)
+    first = guide.propose(1, next(draws))
+    assert first.origin == "fresh" and first.spec is not None  # nothing to mutate yet
+    seen = guide.observe(1, first.cell, frozenset({"a", "b"}), "held", "runs/random/x")
+    assert seen.entry is not None and seen.entry.spec == first.spec
+    assert seen.point.new == ("a", "b") and seen.point.behaviours == 2
+    proposals = [guide.propose(n, d) for n, d in enumerate(islice(draws, 40), start=2)]
+    mutated = [p for p in proposals if p.origin != "fresh"]
+    assert mutated and all(p.parent == 1 for p in mutated if p.origin != "splice")
+    assert all(p.spec != first.spec for p in mutated)
+    # Nothing new: no corpus entry; the arm that made it hears it did not pay.
+    p = proposals[0]
+    again = guide.observe(p.number, p.cell, frozenset({"a"}), "held", None)
+    assert again.entry is None and again.point.new == ()
+    assert guide.bandit.stats[p.origin].pulls == 1 + (p.origin == "fresh")
+    assert guide.bandit.stats[p.origin].wins == (p.origin == "fresh")
+
+
+def test_cells_of_other_scenarios_run_their_seeds() -> None:
+    request = _cells("master-failure", "random")
+    guide = CoverageGuide(3, SHARD)
+    cells, _ = request.cells()
+    for number, draw in enumerate(islice(request.draws(cells), 6), start=1):
+        proposal = guide.propose(number, draw)
+        if draw.cell.scenario == "master-failure":
+            assert (proposal.origin, proposal.spec, proposal.seed) == ("seed", None, draw.seed)
+        else:
+            assert proposal.origin in ARMS and proposal.spec is not None
+        guide.observe(number, draw.cell, frozenset({f"x{number}"}), "held", None)
+    assert guide.corpus.keys() == {c for c in cells if c.scenario == "random"}
+
+
+def test_a_run_the_guide_did_not_propose_counts_for_coverage_only() -> None:
+    guide = CoverageGuide(3, SHARD)
+    cell = _cells().cells()[0][0]
+    seen = guide.observe(1, cell, frozenset({"lost"}), "broken", "runs/x")
+    assert seen.point.origin == "replay" and seen.entry is None and not guide.corpus
+    assert all(s.pulls == 0 for s in guide.bandit.stats.values())
+
+
+def test_the_blind_guide_runs_each_seed_and_only_measures() -> None:
+    request = _cells()
+    cells, _ = request.cells()
+    guide = make_guide("random", 3, SHARD)
+    assert isinstance(guide, BlindGuide)
+    for number, draw in enumerate(islice(request.draws(cells), 3), start=1):
+        p = guide.propose(number, draw)
+        assert (p.origin, p.spec, p.seed) == ("seed", None, draw.seed)
+        guide.observe(number, draw.cell, frozenset({"a", f"b{number}"}), "held", None)
+    assert guide.coverage.total == 4
+    with pytest.raises(UsageError, match="unknown guide"):
+        make_guide("mallory", 3, SHARD)
+
+
+def test_arms_are_fresh_and_every_operator() -> None:
+    assert ARMS[0] == "fresh" and set(ARMS[1:]) == {
+        "shift",
+        "duration",
+        "target",
+        "role",
+        "add",
+        "remove",
+        "stack",
+        "splice",
+        "workload",
+    }
