@@ -221,6 +221,7 @@ def _campaign_options(group: pytest.OptionGroup) -> None:
     group.addoption("--lab-campaign-seed", default=None, help="default: random (or the date)")
     group.addoption("--lab-campaign-shard", default="1/1", help="I/N")
     group.addoption("--lab-campaign-out", default=None, help="default campaigns/<stamp>-pytest")
+    group.addoption("--lab-campaign-guide", default="random", help="random or coverage")
     group.addoption("--lab-failures-dir", default=".lab/failures")
 
 
@@ -288,6 +289,7 @@ def _campaign_session(config: pytest.Config, setup: dict[str, Any]) -> CampaignS
         backends=names("--lab-campaign-backends"),
         modes=names("--lab-campaign-mode"),
         shard=Shard.parse(str(config.getoption("--lab-campaign-shard"))),
+        guide=str(config.getoption("--lab-campaign-guide")),
     )
     return CampaignSession(
         request,
@@ -372,7 +374,7 @@ def pytest_terminal_summary(terminalreporter: object, config: pytest.Config) -> 
         return
     write = terminalreporter.write_line  # type: ignore[attr-defined]
     write("lab campaign:")
-    for line in summary.table():
+    for line in summary.table(Path(found_out(config))):
         write(f"  {line}")
     write(f"  campaign folder: {found_out(config)}")
 

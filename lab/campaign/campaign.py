@@ -9,6 +9,11 @@ only when its estimated length (its cell's longest run so far, or the scenario's
 a start-and-stop allowance) fits in the time left. Runs still going a grace period past
 the budget are interrupted (they heal and stop as on Ctrl-C). Ctrl-C stops the campaign
 the same way, and campaign.json says what finished.
+
+What each draw runs is the guide's (lab.campaign.guide, `--guide`): its seed as `lab run`
+runs it (`random`), or a fresh draw or a mutation steered by the behaviours runs reach
+(`coverage`). Either way every run's behaviours are measured as it is recorded, into
+coverage.jsonl (lab.campaign.guide_files).
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from lab.campaign.failures import FIXED_AFTER, Failure, FailureDB
+from lab.campaign.guide import make_guide
+from lab.campaign.guide_files import GuideFiles
 from lab.campaign.plan import CampaignRequest, Cell, Draw
 from lab.campaign.summary import CampaignSummary, write_campaign
 from lab.campaign.tasks import RunningTask, RunRecord, Task, settle
@@ -61,10 +68,16 @@ def open_failures(
 class _Schedule:
     """Which task comes next: failure replays first, then the draws."""
 
-    def __init__(self, failures: list[Failure], draws: Iterator[Draw]) -> None:
+    def __init__(
+        self,
+        failures: list[Failure],
+        draws: Iterator[Draw],
+        make_task: Callable[[int, Draw], Task],
+    ) -> None:
         self.replays: deque[Failure] = deque(failures)
         self.tries: dict[str, int] = {}
         self.draws = draws
+        self.make_task = make_task  # what a draw runs (the guide's proposal)
         self.replaying: set[str] = set()
         self.numbers = 0
         self.drawing = True
@@ -89,7 +102,7 @@ class _Schedule:
             self.drawing = False  # the budget is spent: no run starts that cannot end in it
             return None
         self.numbers += 1
-        return Task(self.numbers, draw.cell, draw.seed)
+        return self.make_task(self.numbers, draw)
 
     def replayed(self, failure: Failure, record: RunRecord) -> None:
         self.replaying.discard(failure.id)
@@ -112,7 +125,11 @@ def run_campaign(
     failures = open_failures(db, request, cells)
     out_dir.mkdir(parents=True, exist_ok=True)
     summary = CampaignSummary.begin(request, cells, skipped)
-    schedule = _Schedule(failures, request.draws(cells))
+    guide = make_guide(request.guide, request.seed, request.shard)
+    files = GuideFiles(out_dir)
+    schedule = _Schedule(
+        failures, request.draws(cells), lambda n, draw: files.proposed(guide.propose(n, draw))
+    )
     longest: dict[Cell, float] = {}
     running: list[RunningTask] = []
     deadline = time.monotonic() + request.budget_s
@@ -142,7 +159,8 @@ def run_campaign(
                 if job.task.failure is not None:
                     schedule.replayed(job.task.failure, record)
                 longest[record.cell] = max(longest.get(record.cell, 0.0), record.seconds)
-                summary = summary.with_record(record).with_running(len(running), deadline)
+                summary = summary.with_record(record, files.observed(guide, record))
+                summary = summary.with_running(len(running), deadline)
                 write_campaign(out_dir, summary)
                 show(summary, summary.line(record))
             if time.monotonic() > deadline + GRACE_S:
@@ -154,10 +172,11 @@ def run_campaign(
         for job in _stop_all(running):
             record = job.poll()
             if record is not None:
-                summary = summary.with_record(settle(record, job.task, out_dir, db))
+                record = settle(record, job.task, out_dir, db)
+                summary = summary.with_record(record, files.observed(guide, record))
         raise
     finally:
-        summary = summary.finished(db)
+        summary = summary.finished(db, guide.stats())
         write_campaign(out_dir, summary)
     return summary
 
