@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from lab.bench import (
     campaign,
     checker,
+    coverage,
     durability,
     failover,
     interrupt,
@@ -33,6 +34,7 @@ BENCHMARKS: Mapping[str, Benchmark] = {
         report.BENCHMARK,
         campaign.BENCHMARK,
         shrink.BENCHMARK,
+        coverage.BENCHMARK,
         interrupt.BENCHMARK,
         soak.BENCHMARK,
         node_memory.BENCHMARK,
