@@ -291,3 +291,23 @@ def test_buckets_and_error_classes() -> None:
     assert error_class("Timed out after 30 s waiting for p1-77") == "timed out after"
     assert error_class("link detached: 12 left") == "link detached: #"
     assert error_class("amqp:not-found: queue lab") == "amqp:not-found"
+
+
+def test_a_heal_is_an_action_and_a_restarted_node_booting_answers_nothing(
+    tmp_path: Path,
+) -> None:
+    events = [
+        *_master_killed(),
+        _ev(7.1, "broker.log", "n1", code="MST-1001", text="Created"),  # n1 booting
+        _ev(7.2, "broker.log", "n2", code="HA-1005", text="Joined : Node : 'n1'"),
+        _ev(7.6, "broker.log", "n1", code="REF-1005", text="Rolled back 3 transactions"),
+    ]
+    events.sort(key=lambda e: e["time"])
+    found = behaviour_of(_folder(tmp_path, "run", events))
+    assert {
+        "after:kill@MASTER:healed:role:WAITING>REPLICA",  # n1 back, as a replica
+        "after:kill@MASTER:healed:log:HA-1005",  # n2 saw it join
+        "after:kill@MASTER:healed:log:REF-1005",  # n1, up and reporting, rolled back
+        "log:MST-1001",
+    } <= found
+    assert not any(f.endswith(":log:MST-1001") and f.startswith("after:") for f in found)

@@ -92,8 +92,8 @@ def _summary(root: Path, finding: int = 2, quiet: int = STALLED_AFTER) -> Campai
             "guide": "coverage",
             "corpus": 5,
             "arms": {
-                "fresh": {"runs": 1, "new": 1, "discarded": 0},
-                "shift": {"runs": 7, "new": 2, "discarded": 3},
+                "fresh": {"runs": 1, "paid": 1, "discarded": 0},
+                "shift": {"runs": 7, "paid": 2, "discarded": 3},
             },
         }
     )
@@ -118,7 +118,7 @@ def test_the_summary_shows_growth_stalled_cells_and_where_failures_came_from(
     failure = next(line for line in lines if line.startswith("failure abc123"))
     assert "first reached by run 3 (workload of stack of fresh run 1)" in failure
     assert "f1 " in failure and " s" in failure  # the schedule, window by window
-    assert "guide: corpus of 5 runs; new/runs by arm: fresh 1/1, shift 2/7 (3 discarded)" in lines
+    assert "guide: corpus of 5 runs; paid/runs by arm: fresh 1/1, shift 2/7 (3 discarded)" in lines
     assert "[3] run (workload of 2) random" in summary.line(summary.records[2])
     raw = summary.to_json()
     assert raw["coverage"]["behaviours"] == 6 and raw["coverage"]["cells"] == {str(GROUP): 6}

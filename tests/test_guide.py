@@ -7,16 +7,22 @@ scenarios run their seeds; `random` (the blind guide) only measures."""
 from __future__ import annotations
 
 import random
+from collections import Counter
 from itertools import islice
+from pathlib import Path
 
 import pytest
+from conftest import run_lab
 
+from lab.campaign.corpus import RECENT, Corpus, Entry
 from lab.campaign.guide import (
     ARMS,
+    WARMUP,
     BlindGuide,
     CoverageGuide,
     Guide,
     Proposal,
+    Seen,
     make_guide,
     observe_line,
     propose_line,
@@ -24,6 +30,7 @@ from lab.campaign.guide import (
 )
 from lab.campaign.plan import CampaignRequest, Shard
 from lab.ground.errors import InputError, UsageError
+from scenarios.catalog import scenario_named
 
 SHARD = Shard(1, 1)
 
@@ -47,9 +54,9 @@ def _drive(guide: Guide, request: CampaignRequest, runs: int, jobs: int) -> list
     going: list[Proposal] = []
 
     def finish(p: Proposal) -> None:
-        seen = _behaviours(p.number, p.origin)
-        guide.observe(p.number, p.cell, seen, "held", None)
-        log.append(observe_line(p.number, p.cell, seen, "held", None))
+        seen = Seen(p.number, p.cell, _behaviours(p.number, p.origin), seconds=20.0 + p.number)
+        guide.observe(seen)
+        log.append(observe_line(seen))
 
     for number in range(1, runs + 1):
         proposal = guide.propose(number, next(draws))
@@ -102,7 +109,7 @@ def test_new_behaviour_joins_the_corpus_and_is_mutated_next() -> None:
     draws = _cells().draws(cells)
     first = guide.propose(1, next(draws))
     assert first.origin == "fresh" and first.spec is not None  # nothing to mutate yet
-    seen = guide.observe(1, first.cell, frozenset({"a", "b"}), "held", "runs/random/x")
+    seen = guide.observe(Seen(1, first.cell, frozenset({"a", "b"}), "held", "runs/random/x"))
     assert seen.entry is not None and seen.entry.spec == first.spec
     assert seen.point.new == ("a", "b") and seen.point.behaviours == 2
     proposals = [guide.propose(n, d) for n, d in enumerate(islice(draws, 40), start=2)]
@@ -111,10 +118,10 @@ def test_new_behaviour_joins_the_corpus_and_is_mutated_next() -> None:
     assert all(p.spec != first.spec for p in mutated)
     # Nothing new: no corpus entry; the arm that made it hears it did not pay.
     p = proposals[0]
-    again = guide.observe(p.number, p.cell, frozenset({"a"}), "held", None)
+    again = guide.observe(Seen(p.number, p.cell, frozenset({"a"})))
     assert again.entry is None and again.point.new == ()
-    assert guide.bandit.stats[p.origin].pulls == 1 + (p.origin == "fresh")
-    assert guide.bandit.stats[p.origin].wins == (p.origin == "fresh")
+    arm = guide.stats()["arms"][p.origin]
+    assert (arm["runs"], arm["paid"]) == (2, 1)  # run 1 paid; this one did not
 
 
 def test_cells_of_other_scenarios_run_their_seeds() -> None:
@@ -127,16 +134,16 @@ def test_cells_of_other_scenarios_run_their_seeds() -> None:
             assert (proposal.origin, proposal.spec, proposal.seed) == ("seed", None, draw.seed)
         else:
             assert proposal.origin in ARMS and proposal.spec is not None
-        guide.observe(number, draw.cell, frozenset({f"x{number}"}), "held", None)
+        guide.observe(Seen(number, draw.cell, frozenset({f"x{number}"})))
     assert guide.corpus.keys() == {c for c in cells if c.scenario == "random"}
 
 
 def test_a_run_the_guide_did_not_propose_counts_for_coverage_only() -> None:
     guide = CoverageGuide(3, SHARD)
     cell = _cells().cells()[0][0]
-    seen = guide.observe(1, cell, frozenset({"lost"}), "broken", "runs/x")
+    seen = guide.observe(Seen(1, cell, frozenset({"lost"}), "broken", "runs/x"))
     assert seen.point.origin == "replay" and seen.entry is None and not guide.corpus
-    assert all(s.pulls == 0 for s in guide.bandit.stats.values())
+    assert all(a["runs"] == 0 for a in guide.stats()["arms"].values())
 
 
 def test_the_blind_guide_runs_each_seed_and_only_measures() -> None:
@@ -147,21 +154,70 @@ def test_the_blind_guide_runs_each_seed_and_only_measures() -> None:
     for number, draw in enumerate(islice(request.draws(cells), 3), start=1):
         p = guide.propose(number, draw)
         assert (p.origin, p.spec, p.seed) == ("seed", None, draw.seed)
-        guide.observe(number, draw.cell, frozenset({"a", f"b{number}"}), "held", None)
+        guide.observe(Seen(number, draw.cell, frozenset({"a", f"b{number}"})))
     assert guide.coverage.total == 4
     with pytest.raises(UsageError, match="unknown guide"):
         make_guide("mallory", 3, SHARD)
 
 
 def test_arms_are_fresh_and_every_operator() -> None:
-    assert ARMS[0] == "fresh" and set(ARMS[1:]) == {
-        "shift",
-        "duration",
-        "target",
-        "role",
-        "add",
-        "remove",
-        "stack",
-        "splice",
-        "workload",
+    assert ARMS[0] == "fresh"
+    assert set(ARMS[1:]) == {
+        *("shift", "duration", "target", "role", "add", "remove", "stack", "splice"),
+        *("workload", "havoc"),
     }
+
+
+def test_a_cells_first_runs_are_fresh_draws() -> None:
+    request = _cells()
+    cells, _ = request.cells()
+    guide = CoverageGuide(3, SHARD)
+    for number, draw in enumerate(islice(request.draws(cells), WARMUP), start=1):
+        assert guide.propose(number, draw).origin == "fresh"
+        guide.observe(Seen(number, draw.cell, frozenset({f"x{number}"})))
+    assert len(guide.corpus[cells[0]]) == WARMUP
+
+
+def test_an_unknown_guide_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="unknown guide 'mallory'"):
+        CampaignRequest(budget_s=60, seed=1, guide="mallory")
+    result = run_lab(
+        "campaign",
+        "--guide",
+        "mallory",
+        "--budget",
+        "1m",
+        "--out",
+        str(tmp_path / "c"),
+        cwd=tmp_path,
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1].startswith("lab: error: unknown guide 'mallory'")
+    assert not (tmp_path / "c").exists()
+
+
+def _entry(run: int, features: tuple[str, ...]) -> Entry:
+    spec = scenario_named("random").spec(run)
+    cell = _cells().cells()[0][0]
+    return Entry(run, cell, spec, "fresh", None, features, None, features)
+
+
+def test_the_corpus_mutates_its_frontier_most_and_pays_the_better_runs() -> None:
+    corpus = Corpus()
+    common, rare = _entry(1, ("a", "b")), _entry(2, ("a", "z"))
+    for entry in (common, rare):
+        corpus.add(entry)
+    for _ in range(20):  # many runs show a and b; z was seen once
+        corpus.seen(("a", "b"), 0)
+    corpus.seen(("z",), 1)
+    rng = random.Random(5)
+    picked = Counter(corpus.pick(rng).run for _ in range(200))
+    assert picked[2] > picked[1] > 0  # the rarer, but no entry takes all
+    fresh = Corpus()
+    assert fresh.paid(1) and not fresh.paid(0)
+    for new in (40, 30, 20):
+        fresh.seen((), new)
+    assert not fresh.paid(10) and fresh.paid(30)  # early: only the better half pays
+    for _ in range(RECENT):
+        fresh.seen((), 0)
+    assert fresh.paid(1) and not fresh.paid(0)  # later: anything new pays

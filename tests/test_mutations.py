@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from itertools import islice
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -18,7 +19,7 @@ from hypothesis import strategies as st
 
 import lab.campaign.guide as guide_module
 from lab.campaign.candidates import candidate_problem, seed_spec
-from lab.campaign.guide import CoverageGuide
+from lab.campaign.guide import CoverageGuide, Seen
 from lab.campaign.mutations import OPERATORS, mutate
 from lab.campaign.plan import CampaignRequest, Cell, Shard
 from lab.campaign.windows import windows_of
@@ -66,10 +67,8 @@ def test_every_mutation_passes_the_checks_or_is_discarded_and_counted(
 
     real_mutate: Callable[..., RunSpec | None] = guide_module.mutate
 
-    def counting(
-        op: str, spec: RunSpec, rng: random.Random, other: RunSpec | None
-    ) -> RunSpec | None:
-        out = real_mutate(op, spec, rng, other)
+    def counting(op: str, spec: RunSpec, *args: Any) -> RunSpec | None:
+        out = real_mutate(op, spec, *args)
         if out is None or replace(out, seed=0) == replace(spec, seed=0):
             idle.append(op)
         return out
@@ -88,7 +87,7 @@ def test_every_mutation_passes_the_checks_or_is_discarded_and_counted(
             assert proposal.spec is not None
             made.append(proposal.spec)
             seen = frozenset(f"b{rng.randrange(30)}" for _ in range(4))
-            guide.observe(number, draw.cell, seen, "held", None)
+            guide.observe(Seen(number, draw.cell, seen))
     for spec in made:
         _accepted(spec, work_dir)
     assert sum(guide.discarded.values()) == len(refused) + len(idle)

@@ -6,7 +6,9 @@ run at a time each, both started together so they share the machine alike.
 Both campaigns measure the same thing the same way (lab.campaign.behaviour, in each
 campaign's coverage.jsonl): the benchmark reads their folders, prints coverage at every
 fifth of the time and what each found, and ends on
-`coverage: guided N behaviours, random M (R x)`.
+`coverage: guided N behaviours, random M (R x)`. The two campaign folders stay in
+`campaigns/bench-coverage-<stamp>/` (`coverage/` and `random/`, each with its failure
+database), for `lab report` and `lab replay`.
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ import json
 import signal
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -63,40 +64,45 @@ def _start(guide: str, minutes: int, root: Path) -> subprocess.Popen[bytes]:
         )
 
 
+def _finish(procs: dict[str, subprocess.Popen[bytes]]) -> dict[str, int]:
+    """Each campaign's exit status once both end; on Ctrl-C each heals and stops its runs."""
+    try:
+        return {guide: proc.wait() for guide, proc in procs.items()}
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGINT)
+        for proc in procs.values():
+            proc.wait()
+
+
 def run_minutes(say: Say, minutes: int) -> str:
-    with tempfile.TemporaryDirectory(prefix="lab-bench-coverage-") as tmp:
-        root = Path(tmp)
-        say(f"two campaigns of random side by side, {minutes} min each: guided and blind …")
-        procs = {guide: _start(guide, minutes, root) for guide in GUIDES}
-        try:
-            codes = {guide: proc.wait() for guide, proc in procs.items()}
-        finally:
-            for proc in procs.values():  # Ctrl-C: each campaign heals and stops its runs
-                if proc.poll() is None:
-                    proc.send_signal(signal.SIGINT)
-            for proc in procs.values():
-                proc.wait()
-        found: dict[str, tuple[dict[str, Any], list[CoveragePoint]]] = {}
-        for guide in GUIDES:
-            if codes[guide] not in (0, 1):
-                log = (root / f"{guide}.log").read_text(errors="replace")[-800:]
-                raise RuntimeError(f"lab campaign --guide {guide} ended with {codes[guide]}: {log}")
-            campaign = json.loads((root / guide / "campaign.json").read_text(encoding="utf-8"))
-            found[guide] = campaign, read_points(root / guide / "coverage.jsonl")
-        for fifth in range(1, 6):
-            at = minutes * 60 * fifth / 5
-            shown = ", ".join(f"{LABELS[g]} {coverage_at(*found[g], at)}" for g in GUIDES)
-            say(f"after {at / 60:g} min: {shown} behaviours")
-        for guide in GUIDES:
-            campaign = found[guide][0]
-            c = campaign["counts"]
-            arms = campaign.get("guide", {}).get("arms", {})
-            paid = ", ".join(f"{a} {s['new']}/{s['runs']}" for a, s in arms.items() if s["runs"])
-            say(
-                f"{LABELS[guide]}: {c['runs']} runs ({c['held']} held, {c['broken']} broken, "
-                f"{c['unknown']} unknown), {len(campaign['new_failures'])} new failures"
-                + (f"; new/runs by arm: {paid}" if paid else "")
-            )
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    root = LAB_ROOT / "campaigns" / f"bench-coverage-{stamp}"  # kept: what each found
+    root.mkdir(parents=True)
+    say(f"two campaigns of random side by side, {minutes} min each, into {root} …")
+    codes = _finish({guide: _start(guide, minutes, root) for guide in GUIDES})
+    found: dict[str, tuple[dict[str, Any], list[CoveragePoint]]] = {}
+    for guide in GUIDES:
+        if codes[guide] not in (0, 1):
+            log = (root / f"{guide}.log").read_text(errors="replace")[-800:]
+            raise RuntimeError(f"lab campaign --guide {guide} ended with {codes[guide]}: {log}")
+        campaign = json.loads((root / guide / "campaign.json").read_text(encoding="utf-8"))
+        found[guide] = campaign, read_points(root / guide / "coverage.jsonl")
+    for fifth in range(1, 6):
+        at = minutes * 60 * fifth / 5
+        shown = ", ".join(f"{LABELS[g]} {coverage_at(*found[g], at)}" for g in GUIDES)
+        say(f"after {at / 60:g} min: {shown} behaviours")
+    for guide in GUIDES:
+        campaign = found[guide][0]
+        c = campaign["counts"]
+        arms = campaign.get("guide", {}).get("arms", {})
+        paid = ", ".join(f"{a} {s['paid']}/{s['runs']}" for a, s in arms.items() if s["runs"])
+        say(
+            f"{LABELS[guide]}: {c['runs']} runs ({c['held']} held, {c['broken']} broken, "
+            f"{c['unknown']} unknown), {len(campaign['new_failures'])} new failures"
+            + (f"; paid/runs by arm: {paid}" if paid else "")
+        )
     guided = found["coverage"][1][-1].behaviours if found["coverage"][1] else 0
     blind = found["random"][1][-1].behaviours if found["random"][1] else 0
     ratio = f"{guided / blind:.2f}x" if blind else "no random behaviours"

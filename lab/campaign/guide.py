@@ -2,20 +2,24 @@
 
     guide = make_guide("coverage", seed, shard)       or "random" (the default)
     proposal = guide.propose(number, draw)           the run to make of a draw
-    observation = guide.observe(run, cell, behaviours, verdict, folder)
+    observation = guide.observe(Seen(run, cell, behaviours, verdict, folder, seconds))
 
 `random` (BlindGuide) runs each draw's seed as `lab run SCENARIO --seed N` does — today's
 campaign — and only measures the behaviours each run reached.
 
 `coverage` (CoverageGuide) spends the budget where new behaviour appears. For a cell of
 `random`, each run is either a fresh draw (the seed's schedule, with a workload drawn too) or
-a mutation (lab.campaign.mutations) of a corpus entry — a run that reached behaviour its cell
-had not shown — chosen by a bandit over the arms (lab.campaign.bandit) rewarded by new
-behaviour. A mutation is kept only when candidate_problem finds nothing (the spec checker,
-the preflight, `random`'s rule, an affordable workload); otherwise it is discarded and
-counted, and after MAX_TRIES the run is a fresh draw. Cells of other scenarios run their
-seeds, as with `random`. Every guided run is an ordinary run of `random` with an explicit
-schedule and workload in its spec.json (`lab replay FOLDER` repeats it).
+a mutation (lab.campaign.mutations) of a corpus entry (lab.campaign.corpus) — a run that
+reached behaviour its cell had not shown — chosen by bandits (lab.campaign.bandit: one
+between a fresh draw and a mutation, one among the operators)
+rewarded when a run pays (Corpus.paid: new behaviour a minute at least as fast as the cell's
+typical run lately); a cell's first WARMUP runs are fresh, so its corpus starts from diverse
+seeds, and `add` and `stack` favour the kinds of fault the cell has run least. A mutation
+is kept only when candidate_problem finds nothing (the spec checker, the preflight,
+`random`'s rule, an affordable workload); otherwise it is discarded and counted, and after
+MAX_TRIES the run is a fresh draw. Cells of other scenarios run their seeds, as with
+`random`. Every guided run is an ordinary run of `random` with an explicit schedule and
+workload in its spec.json (`lab replay FOLDER` repeats it).
 
 Every choice comes from the guide's own `random.Random` (seeded by the campaign's seed and
 shard) and the observations fed to it, so the same proposals and observations, in the same
@@ -26,12 +30,14 @@ order, make the same decisions: guide.jsonl records that order (`{"propose": …
 from __future__ import annotations
 
 import random
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from lab.campaign.bandit import Bandit
 from lab.campaign.candidates import candidate_problem, seed_spec
+from lab.campaign.corpus import Corpus, Entry
 from lab.campaign.coverage import Coverage, CoveragePoint, cell_json, cell_of
 from lab.campaign.failures import failure_id
 from lab.campaign.mutations import OPERATORS, mutate
@@ -39,25 +45,30 @@ from lab.campaign.plan import GUIDES, Cell, Draw, Shard
 from lab.campaign.workloads import draw_workload
 from lab.ground.errors import InputError, UsageError
 from lab.ground.spec import RunSpec
+from scenarios.random_rule import draw_of, spans_of
 
 __all__ = [
     "ARMS",
     "GUIDED_SCENARIOS",
     "GUIDES",
     "MAX_TRIES",
+    "WARMUP",
     "BlindGuide",
     "CoverageGuide",
     "Entry",
     "Guide",
     "Observation",
     "Proposal",
+    "Seen",
     "make_guide",
     "replay",
 ]
 
 GUIDED_SCENARIOS = frozenset({"random"})  # whose rule a mutated schedule is checked against
-ARMS = ("fresh", *OPERATORS)
+WAYS = ("fresh", "mutate")  # the first choice: a fresh draw, or a mutation
+ARMS = ("fresh", *OPERATORS)  # what a run is made by, as campaign.json counts them
 MAX_TRIES = 12  # candidates of one operator tried before the run is a fresh draw
+WARMUP = 4  # a cell's first runs are fresh draws: a corpus starts from diverse seeds
 Check = Callable[[RunSpec], str | None]
 
 
@@ -94,28 +105,38 @@ class Proposal:
 
 
 @dataclass(frozen=True)
-class Entry:
-    """A corpus entry: a run that reached behaviour its cell had not shown before."""
+class Seen:
+    """What run `run` showed: its behaviours, verdict, folder (relative to the campaign's) and
+    how long it took (seconds; None when not known)."""
 
     run: int
     cell: Cell
-    spec: RunSpec
-    origin: str
-    parent: int | None
-    new: tuple[str, ...]
-    folder: str | None
+    behaviours: frozenset[str]
+    verdict: str = "held"
+    folder: str | None = None
+    seconds: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "v": 1,
             "run": self.run,
             "cell": cell_json(self.cell),
-            "origin": self.origin,
-            "parent": self.parent,
+            "features": sorted(self.behaviours),
+            "verdict": self.verdict,
             "folder": self.folder,
-            "new": list(self.new),
-            "spec": self.spec.to_json(),
+            "seconds": self.seconds,
         }
+
+    @staticmethod
+    def from_json(raw: Mapping[str, Any]) -> Seen:
+        seconds = raw.get("seconds")
+        return Seen(
+            int(raw["run"]),
+            cell_of(raw["cell"]),
+            frozenset(str(f) for f in raw["features"]),
+            str(raw["verdict"]),
+            raw.get("folder"),
+            None if seconds is None else float(seconds),
+        )
 
 
 @dataclass(frozen=True)
@@ -134,10 +155,8 @@ class Guide(Protocol):
         """The run number `number` makes of `draw` (its cell and seed)."""
         ...
 
-    def observe(
-        self, run: int, cell: Cell, behaviours: frozenset[str], verdict: str, folder: str | None
-    ) -> Observation:
-        """What run `run` showed (a run it did not propose, such as a replay, too)."""
+    def observe(self, seen: Seen) -> Observation:
+        """What a run showed (a run it did not propose, such as a replay, too)."""
         ...
 
     def stats(self) -> dict[str, Any]:
@@ -159,18 +178,17 @@ class BlindGuide:
         self.pending[number] = proposal
         return proposal
 
-    def observe(
-        self, run: int, cell: Cell, behaviours: frozenset[str], verdict: str, folder: str | None
-    ) -> Observation:
-        origin = "seed" if self.pending.pop(run, None) is not None else "replay"
-        return Observation(self.coverage.add(run, cell, origin, None, verdict, behaviours))
+    def observe(self, seen: Seen) -> Observation:
+        origin = "seed" if self.pending.pop(seen.run, None) is not None else "replay"
+        point = self.coverage.add(seen.run, seen.cell, origin, None, seen.verdict, seen.behaviours)
+        return Observation(point)
 
     def stats(self) -> dict[str, Any]:
         return {"guide": self.name}
 
 
 class CoverageGuide:
-    """Fresh draws and mutations of a corpus, balanced by a bandit on new behaviour."""
+    """Fresh draws and mutations of a corpus, balanced by bandits on new behaviour."""
 
     name = "coverage"
 
@@ -178,9 +196,11 @@ class CoverageGuide:
         self.rng = random.Random(f"guide {seed} {shard}")
         self.check = check
         self.coverage = Coverage()
-        self.bandit = Bandit(ARMS)
-        self.corpus: dict[Cell, list[Entry]] = {}
-        self.picks: dict[int, int] = {}
+        self.ways = Bandit(WAYS)
+        self.operators = Bandit(OPERATORS)
+        self.corpus: dict[Cell, Corpus] = {}
+        self.proposed: Counter[Cell] = Counter()
+        self.kinds: dict[Cell, Counter[str]] = {}  # faults of each kind proposed, by cell
         self.pending: dict[int, Proposal] = {}
         self.discarded: dict[str, int] = dict.fromkeys(OPERATORS, 0)
 
@@ -191,18 +211,30 @@ class CoverageGuide:
         if cell.scenario not in GUIDED_SCENARIOS:
             proposal = Proposal(number, cell, draw.seed, "seed")
         else:
-            entries = self.corpus.get(cell, [])
-            allowed = ["fresh"]
-            if entries:
-                allowed += [op for op in OPERATORS if op != "splice" or len(entries) > 1]
-            arm = self.bandit.choose(self.rng, allowed)
-            found = None if arm == "fresh" else self._mutant(number, draw, arm, entries)
-            if arm != "fresh" and found is None:
-                self.bandit.reward(arm, False)  # nothing it made could run
-            tries = 0 if arm == "fresh" else MAX_TRIES
-            proposal = found or self._fresh(number, draw, tries)
+            corpus = self.corpus.setdefault(cell, Corpus())
+            self.proposed[cell] += 1
+            ready = bool(corpus) and self.proposed[cell] > WARMUP
+            way = self.ways.choose(self.rng, WAYS if ready else ["fresh"])
+            found = None
+            if way == "mutate":
+                allowed = [op for op in OPERATORS if op != "splice" or len(corpus) > 1]
+                operator = self.operators.choose(self.rng, allowed)
+                found = self._mutant(number, draw, operator, corpus)
+                if found is None:  # nothing it made could run
+                    self.ways.reward("mutate", False)
+                    self.operators.reward(operator, False)
+            proposal = found or self._fresh(number, draw, 0 if way == "fresh" else MAX_TRIES)
+            if proposal.spec is not None:
+                self._count_kinds(cell, proposal.spec)
         self.pending[number] = proposal
         return proposal
+
+    def _count_kinds(self, cell: Cell, spec: RunSpec) -> None:
+        counts = self.kinds.setdefault(cell, Counter())
+        for span in spans_of(spec.schedule):
+            found = draw_of(spec, span.start)
+            if found is not None:
+                counts[found[0]] += 1
 
     def _fresh(self, number: int, draw: Draw, discarded: int) -> Proposal:
         base = seed_spec(draw.cell, draw.seed)
@@ -211,19 +243,15 @@ class CoverageGuide:
             spec = base
         return Proposal(number, draw.cell, draw.seed, "fresh", spec, discarded=discarded)
 
-    def _parent(self, entries: list[Entry], other_than: Entry | None = None) -> Entry:
-        """A corpus entry, favouring those that found more and were mutated less."""
-        pool = [e for e in entries if e is not other_than]
-        weights = [(1 + len(e.new)) / (1 + self.picks.get(e.run, 0)) for e in pool]
-        return self.rng.choices(pool, weights=weights)[0]
-
-    def _mutant(
-        self, number: int, draw: Draw, operator: str, entries: list[Entry]
-    ) -> Proposal | None:
+    def _mutant(self, number: int, draw: Draw, operator: str, corpus: Corpus) -> Proposal | None:
+        seen = self.kinds.get(draw.cell, Counter())
         for attempt in range(MAX_TRIES):
-            parent = self._parent(entries)
-            other = self._parent(entries, parent) if operator == "splice" else None
-            made = mutate(operator, parent.spec, self.rng, None if other is None else other.spec)
+            parent = corpus.pick(self.rng)
+            spliced = operator == "splice" or (operator == "havoc" and len(corpus) > 1)
+            other = corpus.pick(self.rng, parent) if spliced else None
+            made = mutate(
+                operator, parent.spec, self.rng, None if other is None else other.spec, seen
+            )
             candidate = None if made is None else replace(made, seed=draw.seed)
             if candidate is None or candidate == replace(parent.spec, seed=draw.seed):
                 self.discarded[operator] += 1
@@ -231,7 +259,6 @@ class CoverageGuide:
             if self.check(candidate) is not None:
                 self.discarded[operator] += 1
                 continue
-            self.picks[parent.run] = self.picks.get(parent.run, 0) + 1
             return Proposal(
                 number,
                 draw.cell,
@@ -246,29 +273,46 @@ class CoverageGuide:
 
     # ---- observing --------------------------------------------------------------------
 
-    def observe(
-        self, run: int, cell: Cell, behaviours: frozenset[str], verdict: str, folder: str | None
-    ) -> Observation:
-        proposal = self.pending.pop(run, None)
+    def observe(self, seen: Seen) -> Observation:
+        proposal = self.pending.pop(seen.run, None)
         origin = "replay" if proposal is None else proposal.origin
         parent = None if proposal is None else proposal.parent
-        point = self.coverage.add(run, cell, origin, parent, verdict, behaviours)
+        point = self.coverage.add(
+            seen.run, seen.cell, origin, parent, seen.verdict, seen.behaviours
+        )
         if proposal is None or proposal.spec is None:
             return Observation(point)
-        self.bandit.reward(origin, bool(point.new))
+        corpus = self.corpus.setdefault(seen.cell, Corpus())
+        paid = corpus.paid(len(point.new), seen.seconds)
+        if origin == "fresh":
+            self.ways.reward("fresh", paid)
+        else:
+            self.ways.reward("mutate", paid)
+            self.operators.reward(origin, paid)
+        corpus.seen(point.features, len(point.new), seen.seconds)
         if not point.new:
             return Observation(point)
-        entry = Entry(run, cell, proposal.spec, origin, parent, point.new, folder)
-        self.corpus.setdefault(cell, []).append(entry)
+        entry = Entry(
+            seen.run,
+            seen.cell,
+            proposal.spec,
+            origin,
+            parent,
+            point.new,
+            seen.folder,
+            point.features,
+        )
+        corpus.add(entry)
         return Observation(point, entry)
 
     def stats(self) -> dict[str, Any]:
+        arms = {"fresh": self.ways.stats["fresh"], **self.operators.stats}
         return {
             "guide": self.name,
-            "corpus": sum(len(e) for e in self.corpus.values()),
+            "corpus": sum(len(c) for c in self.corpus.values()),
             "arms": {
-                arm: {"runs": s.pulls, "new": s.wins, "discarded": self.discarded.get(arm, 0)}
-                for arm, s in self.bandit.stats.items()
+                arm: {"runs": s.pulls, "paid": s.wins, "discarded": self.discarded.get(arm, 0)}
+                for arm, s in arms.items()
             },
         }
 
@@ -285,18 +329,8 @@ def propose_line(proposal: Proposal) -> dict[str, Any]:
     return {"propose": proposal.to_json()}
 
 
-def observe_line(
-    run: int, cell: Cell, behaviours: Iterable[str], verdict: str, folder: str | None
-) -> dict[str, Any]:
-    return {
-        "observe": {
-            "run": run,
-            "cell": cell_json(cell),
-            "features": sorted(behaviours),
-            "verdict": verdict,
-            "folder": folder,
-        }
-    }
+def observe_line(seen: Seen) -> dict[str, Any]:
+    return {"observe": seen.to_json()}
 
 
 def replay(guide: Guide, lines: Iterable[Mapping[str, Any]]) -> list[Proposal]:
@@ -307,23 +341,15 @@ def replay(guide: Guide, lines: Iterable[Mapping[str, Any]]) -> list[Proposal]:
     for line in lines:
         if "propose" in line:
             said = line["propose"]
-            cell = cell_of(said["cell"])
-            proposal = guide.propose(
-                int(said["run"]), Draw(int(said["run"]), cell, int(said["seed"]))
-            )
+            number = int(said["run"])
+            draw = Draw(number, cell_of(said["cell"]), int(said["seed"]))
+            proposal = guide.propose(number, draw)
             if (proposal.origin, proposal.digest) != (said["origin"], said["spec"]):
                 raise InputError(
-                    f"guide.jsonl: run {said['run']} was {said['origin']} {said['spec']}, "
+                    f"guide.jsonl: run {number} was {said['origin']} {said['spec']}, "
                     f"this guide makes {proposal.origin} {proposal.digest}: not its log"
                 )
             made.append(proposal)
         elif "observe" in line:
-            seen = line["observe"]
-            guide.observe(
-                int(seen["run"]),
-                cell_of(seen["cell"]),
-                frozenset(str(f) for f in seen["features"]),
-                str(seen["verdict"]),
-                seen.get("folder"),
-            )
+            guide.observe(Seen.from_json(line["observe"]))
     return made

@@ -18,12 +18,13 @@ point = files.observed(guide, record, behaviours)   observed, logged, written
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
 from lab.campaign.behaviour import behaviour_of
 from lab.campaign.coverage import CoveragePoint, read_points
-from lab.campaign.guide import Guide, Proposal, observe_line, propose_line
+from lab.campaign.guide import Guide, Proposal, Seen, observe_line, propose_line
 from lab.campaign.tasks import RunRecord, Task
 from lab.ground.files import write_json
 
@@ -58,18 +59,32 @@ class GuideFiles:
     def observed(self, guide: Guide, record: RunRecord) -> CoveragePoint:
         """Tell the guide what the recorded run showed; log it, and write its coverage point
         and (when it joined the corpus) its corpus entry."""
-        folder = None if record.folder is None else self.dir / record.folder
-        behaviours = frozenset() if folder is None else behaviour_of(folder)
-        seen = guide.observe(record.number, record.cell, behaviours, record.verdict, record.folder)
-        self._append(
-            self.log,
-            observe_line(record.number, record.cell, behaviours, record.verdict, record.folder),
+        seen = Seen(
+            record.number,
+            record.cell,
+            self._behaviours(record),
+            record.verdict,
+            record.folder,
+            record.seconds,
         )
-        self._append(self.coverage, seen.point.to_json())
-        if seen.entry is not None:
+        observation = guide.observe(seen)
+        self._append(self.log, observe_line(seen))
+        self._append(self.coverage, observation.point.to_json())
+        if observation.entry is not None:
             self.corpus.mkdir(parents=True, exist_ok=True)
-            write_json(self.corpus / f"{seen.entry.run}.json", seen.entry.to_json())
-        return seen.point
+            write_json(self.corpus / f"{observation.entry.run}.json", observation.entry.to_json())
+        return observation.point
+
+    def _behaviours(self, record: RunRecord) -> frozenset[str]:
+        """The run's behaviours; none (said on stderr) when its files cannot be read, so one
+        odd run folder does not end a night's campaign."""
+        if record.folder is None:
+            return frozenset()
+        try:
+            return behaviour_of(self.dir / record.folder)
+        except (OSError, ValueError, TypeError, KeyError) as exc:
+            print(f"lab: run {record.number}: behaviours unreadable: {exc}", file=sys.stderr)
+            return frozenset()
 
     def read_log(self, skip: int = 0) -> list[dict[str, Any]]:
         """guide.jsonl's lines after the first `skip` (a torn last line is left for later)."""

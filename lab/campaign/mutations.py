@@ -8,20 +8,21 @@ when the spec checker, `random`'s rule and the target's preflight all accept it
     duration   a fault's window made shorter or longer
     target     a fault moved to another node, link or side of the same kind
     role       a node named by role instead (@master, @replica:N), or the other way round
-    add        a fault of the vocabulary added at a time of its own
+    add        a fault of the vocabulary added at a time of its own (kinds run least first)
     remove     a fault dropped
     stack      a fault added while another one lasts
     splice     this spec's faults before a moment, another's after it
     workload   one knob of the workload moved (lab.campaign.workloads)
+    havoc      two to four of the above, one after the other (a bigger step)
 
-    mutate(operator, spec, rng, other=None) → RunSpec | None (None: nothing to apply it to)
+    mutate(operator, spec, rng, other, seen) → RunSpec | None (None: nothing to apply it to)
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
-from dataclasses import replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 
 from lab.campaign.windows import Window, schedule_of, windows_of
 from lab.campaign.workloads import mutate_workload
@@ -36,7 +37,6 @@ from scenarios.random_vocabulary import (
     GROUP_OUT,
     Kind,
     available,
-    draw_kind,
 )
 
 __all__ = ["LONGEST_S", "OPERATORS", "mutate"]
@@ -51,11 +51,19 @@ OPERATORS = (
     "stack",
     "splice",
     "workload",
+    "havoc",
 )
 LONGEST_S = 5.0  # a window is not made longer than this
 OUT_CHANCE = 0.4  # that a stacked fault is one that takes a node out (as `random` draws)
 
-_Operator = Callable[[RunSpec, random.Random, RunSpec | None], RunSpec | None]
+
+@dataclass(frozen=True)
+class _Context:
+    other: RunSpec | None = None  # a splice's second spec
+    seen: Mapping[str, int] = field(default_factory=dict)  # kind name → faults of it so far
+
+
+_Operator = Callable[[RunSpec, random.Random, _Context], RunSpec | None]
 
 
 def _last(spec: RunSpec) -> float:
@@ -84,7 +92,7 @@ def _pick(windows: list[Window], rng: random.Random) -> int | None:
     return rng.randrange(len(windows)) if windows else None
 
 
-def _shift(spec: RunSpec, rng: random.Random, other: RunSpec | None) -> RunSpec | None:
+def _shift(spec: RunSpec, rng: random.Random, ctx: _Context) -> RunSpec | None:
     windows = windows_of(spec.schedule)
     i = _pick(windows, rng)
     if i is None or windows[i].end_s is None:
@@ -96,7 +104,7 @@ def _shift(spec: RunSpec, rng: random.Random, other: RunSpec | None) -> RunSpec 
     return _with_windows(spec, windows)
 
 
-def _duration(spec: RunSpec, rng: random.Random, other: RunSpec | None) -> RunSpec | None:
+def _duration(spec: RunSpec, rng: random.Random, ctx: _Context) -> RunSpec | None:
     """A window made shorter or longer, from the same start."""
     windows = windows_of(spec.schedule)
     i = _pick(windows, rng)
@@ -155,7 +163,7 @@ def _other_target(w: Window, spec: RunSpec, rng: random.Random, by_role: bool) -
 
 
 def _retarget(by_role: bool) -> _Operator:
-    def operator(spec: RunSpec, rng: random.Random, other: RunSpec | None) -> RunSpec | None:
+    def operator(spec: RunSpec, rng: random.Random, ctx: _Context) -> RunSpec | None:
         windows = windows_of(spec.schedule)
         i = _pick(windows, rng)
         if i is None:
@@ -182,25 +190,30 @@ def _new_window(
     spec: RunSpec,
     rng: random.Random,
     kinds: tuple[Kind, ...],
+    ctx: _Context,
     selectors: bool,
     start: float,
     length: float,
 ) -> Window | None:
+    """A fault of one of `kinds`, drawn by the vocabulary's weights divided by one plus the
+    faults of that kind the cell has run so far: kinds it has run least come first."""
     if not kinds:
         return None
-    draw = draw_kind(rng, kinds).draw(spec, rng, selectors)
+    weights = [k.weight / (1 + ctx.seen.get(k.name, 0)) for k in kinds]
+    kind = rng.choices(kinds, weights=weights)[0]
+    draw = kind.draw(spec, rng, selectors)
     begin, end = _placed(spec, start, length)
     return Window("new", draw.fault, draw.target, begin, end, dict(draw.params))
 
 
-def _add(spec: RunSpec, rng: random.Random, other: RunSpec | None) -> RunSpec | None:
+def _add(spec: RunSpec, rng: random.Random, ctx: _Context) -> RunSpec | None:
     length = rng.uniform(1.0, 3.0)
     start = rng.uniform(FIRST_AT_S, _last(spec) - length)
-    added = _new_window(spec, rng, _vocabulary(spec, False), True, start, length)
+    added = _new_window(spec, rng, _vocabulary(spec, False), ctx, True, start, length)
     return None if added is None else _with_windows(spec, [*windows_of(spec.schedule), added])
 
 
-def _remove(spec: RunSpec, rng: random.Random, other: RunSpec | None) -> RunSpec | None:
+def _remove(spec: RunSpec, rng: random.Random, ctx: _Context) -> RunSpec | None:
     windows = windows_of(spec.schedule)
     if len(windows) < 2:
         return None  # a run with no fault tests nothing
@@ -208,7 +221,7 @@ def _remove(spec: RunSpec, rng: random.Random, other: RunSpec | None) -> RunSpec
     return _with_windows(spec, windows)
 
 
-def _stack(spec: RunSpec, rng: random.Random, other: RunSpec | None) -> RunSpec | None:
+def _stack(spec: RunSpec, rng: random.Random, ctx: _Context) -> RunSpec | None:
     windows = windows_of(spec.schedule)
     lasting = [w for w in windows if w.end_s is not None and w.end_s - w.start_s > 0.3]
     if not lasting:
@@ -220,11 +233,12 @@ def _stack(spec: RunSpec, rng: random.Random, other: RunSpec | None) -> RunSpec 
     length = min(rng.uniform(1.0, 3.0), _last(spec) - start)  # it starts while `w` lasts
     if length < SHORTEST_S:
         return None
-    stacked = _new_window(spec, rng, kinds, False, start, length)
+    stacked = _new_window(spec, rng, kinds, ctx, False, start, length)
     return None if stacked is None else _with_windows(spec, [*windows, stacked])
 
 
-def _splice(spec: RunSpec, rng: random.Random, other: RunSpec | None) -> RunSpec | None:
+def _splice(spec: RunSpec, rng: random.Random, ctx: _Context) -> RunSpec | None:
+    other = ctx.other
     if other is None:
         return None
     cut = rng.uniform(FIRST_AT_S + 1.0, _last(spec) - 1.0)
@@ -236,9 +250,19 @@ def _splice(spec: RunSpec, rng: random.Random, other: RunSpec | None) -> RunSpec
     return replace(_with_windows(spec, [*before, *after]), workload=workload)
 
 
-def _workload(spec: RunSpec, rng: random.Random, other: RunSpec | None) -> RunSpec | None:
+def _workload(spec: RunSpec, rng: random.Random, ctx: _Context) -> RunSpec | None:
     moved = mutate_workload(spec.workload, rng)
     return None if moved is None else replace(spec, workload=moved)
+
+
+def _havoc(spec: RunSpec, rng: random.Random, ctx: _Context) -> RunSpec | None:
+    """Two to four operators in turn (a splice only when there is a second spec)."""
+    ops = [op for op in _OPERATORS if op != "havoc" and (op != "splice" or ctx.other)]
+    made: RunSpec | None = None
+    for _ in range(rng.randint(2, 4)):
+        step = _OPERATORS[rng.choice(ops)](made or spec, rng, ctx)
+        made = step or made
+    return made
 
 
 _OPERATORS: dict[str, _Operator] = {
@@ -251,12 +275,19 @@ _OPERATORS: dict[str, _Operator] = {
     "stack": _stack,
     "splice": _splice,
     "workload": _workload,
+    "havoc": _havoc,
 }
 
 
 def mutate(
-    operator: str, spec: RunSpec, rng: random.Random, other: RunSpec | None = None
+    operator: str,
+    spec: RunSpec,
+    rng: random.Random,
+    other: RunSpec | None = None,
+    seen: Mapping[str, int] | None = None,
 ) -> RunSpec | None:
-    """`spec` changed by `operator` (`other`: a splice's second spec); None when the operator
-    has nothing to act on. The result is a candidate, not yet checked."""
-    return _OPERATORS[operator](spec, rng, other)
+    """`spec` changed by `operator` (`other`: a splice's second spec; `seen`: how many faults
+    of each of the vocabulary's kinds the cell has run, so that `add` and `stack` favour the
+    rarer); None when the operator has nothing to act on. The result is a candidate, not yet
+    checked."""
+    return _OPERATORS[operator](spec, rng, _Context(other, seen or {}))

@@ -9,7 +9,7 @@ failure it showed and whether that failure is new, for a replay whether it repro
 `origin` and `parent`: how the guide made it), `replays` (per failure replayed: its id and
 outcome — still failing, flaky, fixed, undecided), `counts`, `new_failures`, `coverage`
 (distinct behaviours in all and by cell, and after each run: lab.campaign.coverage) and
-`guide` (what the guide did: its corpus, and each arm's runs, new behaviours and discarded
+`guide` (what the guide did: its corpus, and each arm's runs, runs that paid and discarded
 candidates).
 """
 
@@ -213,13 +213,13 @@ class CampaignSummary:
         arms = self.guide.get("arms") or {}
         if arms:
             said = ", ".join(
-                f"{arm} {a['new']}/{a['runs']}"
+                f"{arm} {a['paid']}/{a['runs']}"
                 + (f" ({a['discarded']} discarded)" if a.get("discarded") else "")
                 for arm, a in arms.items()
                 if a["runs"] or a.get("discarded")
             )
             lines.append(
-                f"guide: corpus of {self.guide.get('corpus', 0)} runs; new/runs by arm: {said}"
+                f"guide: corpus of {self.guide.get('corpus', 0)} runs; paid/runs by arm: {said}"
             )
         return lines
 
