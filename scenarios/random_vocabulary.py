@@ -76,7 +76,7 @@ class Kind:
     """A kind of draw: its name in the vocabulary, how often it is drawn, and how."""
 
     name: str
-    weight: int
+    weight: float
     draw: Callable[[RunSpec, random.Random, bool], Draw]  # (spec, rng, selectors)
     needs: Literal["", "proxied_peer_links", "cut_peer_links", "jvm"] = ""
 

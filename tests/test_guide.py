@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import run_lab
 
+from lab.campaign.candidates import directed_spec, seed_spec
 from lab.campaign.corpus import RECENT, Corpus, Entry
 from lab.campaign.guide import (
     ARMS,
@@ -30,7 +31,9 @@ from lab.campaign.guide import (
 )
 from lab.campaign.plan import CampaignRequest, Shard
 from lab.ground.errors import InputError, UsageError
+from lab.ground.spec import RunSpec
 from scenarios.catalog import scenario_named
+from scenarios.random_rule import draw_of, rule_problem, spans_of
 
 SHARD = Shard(1, 1)
 
@@ -113,7 +116,7 @@ def test_new_behaviour_joins_the_corpus_and_is_mutated_next() -> None:
     assert seen.entry is not None and seen.entry.spec == first.spec
     assert seen.point.new == ("a", "b") and seen.point.behaviours == 2
     proposals = [guide.propose(n, d) for n, d in enumerate(islice(draws, 40), start=2)]
-    mutated = [p for p in proposals if p.origin != "fresh"]
+    mutated = [p for p in proposals if p.origin not in ("fresh", "directed")]
     assert mutated and all(p.parent == 1 for p in mutated if p.origin != "splice")
     assert all(p.spec != first.spec for p in mutated)
     # Nothing new: no corpus entry; the arm that made it hears it did not pay.
@@ -161,8 +164,8 @@ def test_the_blind_guide_runs_each_seed_and_only_measures() -> None:
 
 
 def test_arms_are_fresh_and_every_operator() -> None:
-    assert ARMS[0] == "fresh"
-    assert set(ARMS[1:]) == {
+    assert ARMS[:2] == ("fresh", "directed")
+    assert set(ARMS[2:]) == {
         *("shift", "duration", "target", "role", "add", "remove", "stack", "splice"),
         *("workload", "havoc"),
     }
@@ -221,3 +224,22 @@ def test_the_corpus_mutates_its_frontier_most_and_pays_the_better_runs() -> None
     for _ in range(RECENT):
         fresh.seen((), 0)
     assert fresh.paid(1) and not fresh.paid(0)  # later: anything new pays
+
+
+def test_a_directed_draw_is_the_seeds_schedule_with_the_kinds_run_least_first() -> None:
+    cell = _cells().cells()[0][0]
+    same = directed_spec(cell, 11, lambda k: k.weight)
+    assert same == seed_spec(cell, 11)  # the generator's own weights: the seed's own run
+
+    def kinds(spec: RunSpec) -> Counter[str]:
+        return Counter(
+            found[0] for s in spans_of(spec.schedule) if (found := draw_of(spec, s.start))
+        )
+
+    plain, directed = Counter[str](), Counter[str]()
+    for seed in range(60):
+        plain += kinds(seed_spec(cell, seed))
+        made = directed_spec(cell, seed, lambda k: k.weight / (1 + 50 * (k.name == "kill")))
+        assert rule_problem(made) is None
+        directed += kinds(made)
+    assert plain["kill"] > 20 and directed["kill"] < plain["kill"] // 4

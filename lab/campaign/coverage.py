@@ -58,7 +58,7 @@ class CoveragePoint:
 
     run: int
     cell: Cell
-    origin: str  # seed | fresh | an operator | replay
+    origin: str  # seed | fresh | directed | an operator | replay
     parent: int | None
     verdict: str
     features: tuple[str, ...]

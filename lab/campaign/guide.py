@@ -8,7 +8,8 @@
 campaign — and only measures the behaviours each run reached.
 
 `coverage` (CoverageGuide) spends the budget where new behaviour appears. For a cell of
-`random`, each run is either a fresh draw (the seed's schedule, with a workload drawn too) or
+`random`, each run is a fresh draw (the seed's schedule, with a workload drawn too), a
+directed one (the seed's schedule drawn with the kinds the cell ran least first), or
 a mutation (lab.campaign.mutations) of a corpus entry (lab.campaign.corpus) — a run that
 reached behaviour its cell had not shown — chosen by bandits (lab.campaign.bandit: one
 between a fresh draw and a mutation, one among the operators)
@@ -36,7 +37,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from lab.campaign.bandit import Bandit
-from lab.campaign.candidates import candidate_problem, seed_spec
+from lab.campaign.candidates import candidate_problem, directed_spec, seed_spec
 from lab.campaign.corpus import Corpus, Entry
 from lab.campaign.coverage import Coverage, CoveragePoint, cell_json, cell_of
 from lab.campaign.failures import failure_id
@@ -65,8 +66,8 @@ __all__ = [
 ]
 
 GUIDED_SCENARIOS = frozenset({"random"})  # whose rule a mutated schedule is checked against
-WAYS = ("fresh", "mutate")  # the first choice: a fresh draw, or a mutation
-ARMS = ("fresh", *OPERATORS)  # what a run is made by, as campaign.json counts them
+WAYS = ("fresh", "directed", "mutate")  # the first choice: a fresh draw (directed?), a mutation
+ARMS = ("fresh", "directed", *OPERATORS)  # what a run is made by, as campaign.json counts them
 MAX_TRIES = 12  # candidates of one operator tried before the run is a fresh draw
 WARMUP = 4  # a cell's first runs are fresh draws: a corpus starts from diverse seeds
 Check = Callable[[RunSpec], str | None]
@@ -75,8 +76,9 @@ Check = Callable[[RunSpec], str | None]
 @dataclass(frozen=True)
 class Proposal:
     """A run to make: `origin` says how — `seed` (`lab run SCENARIO --seed`), `fresh` (the
-    seed's schedule and a drawn workload), an operator's name (a mutation of run `parent`,
-    spliced with run `other`) — and `spec` is what it runs (None: the seed's own)."""
+    seed's schedule and a drawn workload), `directed` (the seed's schedule drawn with the
+    kinds the cell ran least first), an operator's name (a mutation of run `parent`, spliced
+    with run `other`) — and `spec` is what it runs (None: the seed's own)."""
 
     number: int
     cell: Cell
@@ -202,7 +204,7 @@ class CoverageGuide:
         self.proposed: Counter[Cell] = Counter()
         self.kinds: dict[Cell, Counter[str]] = {}  # faults of each kind proposed, by cell
         self.pending: dict[int, Proposal] = {}
-        self.discarded: dict[str, int] = dict.fromkeys(OPERATORS, 0)
+        self.discarded: dict[str, int] = dict.fromkeys(ARMS[1:], 0)
 
     # ---- proposing --------------------------------------------------------------------
 
@@ -213,9 +215,14 @@ class CoverageGuide:
         else:
             corpus = self.corpus.setdefault(cell, Corpus())
             self.proposed[cell] += 1
-            ready = bool(corpus) and self.proposed[cell] > WARMUP
-            way = self.ways.choose(self.rng, WAYS if ready else ["fresh"])
-            found = None
+            warm = self.proposed[cell] > WARMUP
+            ways = [
+                "fresh",
+                *(["directed"] if warm else []),
+                *(["mutate"] if warm and corpus else []),
+            ]
+            way = self.ways.choose(self.rng, ways)
+            found = self._directed(number, draw) if way == "directed" else None
             if way == "mutate":
                 allowed = [op for op in OPERATORS if op != "splice" or len(corpus) > 1]
                 operator = self.operators.choose(self.rng, allowed)
@@ -235,6 +242,17 @@ class CoverageGuide:
             found = draw_of(spec, span.start)
             if found is not None:
                 counts[found[0]] += 1
+
+    def _directed(self, number: int, draw: Draw) -> Proposal:
+        """The seed's schedule drawn again, each kind weighed down by the faults of it the cell
+        has run: the kinds run least come first."""
+        seen = self.kinds.get(draw.cell, Counter())
+        base = directed_spec(draw.cell, draw.seed, lambda k: k.weight / (1 + seen[k.name]))
+        spec = replace(base, workload=draw_workload(base.workload, self.rng))
+        if self.check(spec) is not None:
+            self.discarded["directed"] += 1
+            return self._fresh(number, draw, 1)
+        return Proposal(number, draw.cell, draw.seed, "directed", spec)
 
     def _fresh(self, number: int, draw: Draw, discarded: int) -> Proposal:
         base = seed_spec(draw.cell, draw.seed)
@@ -284,8 +302,8 @@ class CoverageGuide:
             return Observation(point)
         corpus = self.corpus.setdefault(seen.cell, Corpus())
         paid = corpus.paid(len(point.new), seen.seconds)
-        if origin == "fresh":
-            self.ways.reward("fresh", paid)
+        if origin in WAYS:
+            self.ways.reward(origin, paid)
         else:
             self.ways.reward("mutate", paid)
             self.operators.reward(origin, paid)
@@ -306,7 +324,7 @@ class CoverageGuide:
         return Observation(point, entry)
 
     def stats(self) -> dict[str, Any]:
-        arms = {"fresh": self.ways.stats["fresh"], **self.operators.stats}
+        arms = {w: self.ways.stats[w] for w in WAYS if w != "mutate"} | self.operators.stats
         return {
             "guide": self.name,
             "corpus": sum(len(c) for c in self.corpus.values()),

@@ -96,7 +96,7 @@ class RunRecord:
     new_failure: bool = False
     reproduced: bool | None = None  # a replay: did the recorded violation come back
     started: str = ""  # UTC, when its `lab run` began
-    origin: str = "seed"  # seed | fresh | a mutation operator | replay (lab.campaign.guide)
+    origin: str = "seed"  # seed | fresh | directed | an operator | replay (guide.py)
     parent: int | None = None  # the run a mutation was made from
 
     @property
