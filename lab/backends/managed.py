@@ -55,7 +55,7 @@ class ManagedCluster(ClusterBase[N]):
             self.manager.close()
             self.manager = None
 
-    # ---- what the manager drives (lab.manager.Brokers) ------------------------------------
+    # ---- what the manager drives (lab.manager.manager.Brokers) -----------------------------
 
     def running(self, name: str) -> bool:
         return self.node(name).running
