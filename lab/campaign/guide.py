@@ -9,18 +9,18 @@ campaign — and only measures the behaviours each run reached.
 
 `coverage` (CoverageGuide) spends the budget where new behaviour appears. For a cell of
 `random`, each run is a fresh draw (the seed's schedule, with a workload drawn too), a
-directed one (the seed's schedule drawn with the kinds the cell ran least first), or
-a mutation (lab.campaign.mutations) of a corpus entry (lab.campaign.corpus) — a run that
-reached behaviour its cell had not shown — chosen by bandits (lab.campaign.bandit: one
-between a fresh draw and a mutation, one among the operators)
-rewarded when a run pays (Corpus.paid: new behaviour a minute at least as fast as the cell's
-typical run lately); a cell's first WARMUP runs are fresh, so its corpus starts from diverse
-seeds, and `add` and `stack` favour the kinds of fault the cell has run least. A mutation
-is kept only when candidate_problem finds nothing (the spec checker, the preflight,
-`random`'s rule, an affordable workload); otherwise it is discarded and counted, and after
-MAX_TRIES the run is a fresh draw. Cells of other scenarios run their seeds, as with
-`random`. Every guided run is an ordinary run of `random` with an explicit schedule and
-workload in its spec.json (`lab replay FOLDER` repeats it).
+directed one (the seed's schedule drawn with the kinds the cell ran least first), or a
+mutation (lab.campaign.mutations) of a corpus entry (lab.campaign.corpus) — a run that
+reached behaviour its cell had not shown — chosen by bandits (lab.campaign.bandit: one among
+those three ways, one among the operators) rewarded when a run pays (Corpus.paid: new
+behaviour a minute at least as fast as the cell's typical run lately). A cell's first WARMUP
+runs are fresh, so its corpus starts from diverse seeds, and `add` and `stack` favour the
+kinds of fault the cell has run least. A mutation is kept only when candidate_problem finds
+nothing (the spec checker, the preflight, `random`'s rule, an affordable workload);
+otherwise it is discarded and counted, and after MAX_TRIES the run is a fresh draw. Cells
+of other scenarios run their seeds, as with `random`. Every guided run is an ordinary run
+of `random` with an explicit schedule and workload in its spec.json (`lab replay FOLDER`
+repeats it).
 
 Every choice comes from the guide's own `random.Random` (seeded by the campaign's seed and
 shard) and the observations fed to it, so the same proposals and observations, in the same
