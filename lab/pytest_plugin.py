@@ -1,6 +1,6 @@
 """The lab's pytest plugin: run scenarios as tests.
 
-Options: `--backend process`, `--lab-target broker_ref|qpid-broker-j` and `--lab-mode`
+Options: `--backend` (process, docker, ssh with `--lab-hosts`), `--lab-target` and `--lab-mode`
 (default: each scenario's own HA design) choose what scenario tests run on; a scenario the
 target, backend or mode cannot run is skipped with the CLI's one-line reason. `--lab-seed N`:
 one seed for every scenario test (default: each one's pinned seed). `--lab-runs-dir DIR`
@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     from lab.campaign.summary import CampaignSummary
 
 __all__ = ["DEFAULT_SEED"]
+
+pytest_plugins = ("lab.pytest_hosts",)  # --lab-hosts FILE|rig
 
 DEFAULT_SEED = 20261121
 
@@ -144,7 +146,10 @@ def lab_run(
         chosen, node = backend or lab_backend, target or lab_target
         wanted = dict(scenario=name, target=node, backend=chosen, mode=mode or lab_mode or "")
         try:
-            parts = parts_for(name, chosen, node, mode or lab_mode)
+            from lab.pytest_hosts import hosts_file
+
+            hosts = hosts_file(request.config) if chosen == "ssh" else None
+            parts = parts_for(name, chosen, node, mode or lab_mode, hosts)
             seed = lab_seed if seed is None else seed
             spec = parts.scenario.spec(
                 seed, backend=chosen, target=parts.target, durability=durability
@@ -268,7 +273,7 @@ def _campaign_setup(config: pytest.Config) -> dict[str, Any] | None:
     workers = config.getoption("numprocesses", None) or 1
     if not isinstance(workers, int):
         workers = os.cpu_count() or 1
-    shortest = min(estimate_s(c) for c in cells)
+    shortest = min(estimate_s(c, session.request.hosts_file) for c in cells)
     setup["cap"] = (int(float(setup["budget_s"]) // shortest) + 1) * max(1, workers)
     return setup
 
@@ -277,6 +282,7 @@ def _campaign_session(config: pytest.Config, setup: dict[str, Any]) -> CampaignS
     from lab.campaign.failures import FailureDB
     from lab.campaign.plan import CampaignRequest, Shard
     from lab.campaign.session import CampaignSession
+    from lab.pytest_hosts import hosts_file
 
     def names(option: str) -> tuple[str, ...]:
         return tuple(p.strip() for p in str(config.getoption(option)).split(",") if p.strip())
@@ -289,6 +295,7 @@ def _campaign_session(config: pytest.Config, setup: dict[str, Any]) -> CampaignS
         backends=names("--lab-campaign-backends"),
         modes=names("--lab-campaign-mode"),
         shard=Shard.parse(str(config.getoption("--lab-campaign-shard"))),
+        hosts_file=hosts_file(config),
         guide=str(config.getoption("--lab-campaign-guide")),
     )
     return CampaignSession(

@@ -118,11 +118,47 @@ def _node_fault(
     if op.fault == "full_gc" and not params:
         fine = op.target in (*spec.topology.node_names, "@master")
         return ("full_gc", Draw(op.fault, op.target, "light")) if fine else None
+    nodes = () if "@" in op.target else (op.target,)
+    if op.fault in _HOST_FAULTS and not ap and _node_or_role(spec, op.target):
+        fine = _HOST_FAULTS[op.fault](params)
+        return (op.fault, Draw(op.fault, op.target, "out", _plain(params), nodes)) if fine else None
     out = ("kill", "pause") if ap else ("kill", "graceful_stop", "pause", "isolate")
     if op.fault not in out or params or not _node_or_role(spec, op.target):
         return None
-    nodes = () if "@" in op.target else (op.target,)
     return op.fault, Draw(op.fault, op.target, "out", nodes=nodes, split=op.fault == "isolate")
+
+
+def _signed(value: object, low: int, high: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and low <= abs(value) <= high
+
+
+def _drift(value: object) -> bool:
+    return isinstance(value, float) and (0.5 <= value <= 0.95 or 1.05 <= value <= 2.0)
+
+
+# The hosts backend's faults on one node (it may fall out of the majority), by their bounds.
+_HOST_FAULTS: dict[str, Callable[[Mapping[str, ParamValue]], bool]] = {
+    "netem": lambda p: (
+        set(p) <= {"loss_pct", "duplicate_pct"}
+        and _between(p.get("loss_pct", 0), 0, 30)
+        and _between(p.get("duplicate_pct", 0), 0, 20)
+        and any(p.values())
+    ),
+    "clock_jump": lambda p: (
+        set(p) == {"offset_s", "monotonic"}
+        and _signed(p["offset_s"], 5, 300)
+        and p["monotonic"] is True
+    ),
+    "clock_drift": lambda p: (
+        set(p) == {"rate", "monotonic"} and _drift(p["rate"]) and p["monotonic"] is True
+    ),
+    "clock_strobe": lambda p: (
+        set(p) == {"delta_s", "period_s", "monotonic"}
+        and _signed(p["delta_s"], 5, 60)
+        and p["period_s"] == 1
+        and p["monotonic"] is True
+    ),
+}
 
 
 def _split(spec: RunSpec, op: FaultOp, params: Mapping[str, ParamValue]) -> tuple[str, Draw] | None:

@@ -25,7 +25,13 @@ DURABILITIES = (
     Durability("SYNC", "WRITE_NO_SYNC", "ALL", coalescing_sync=False),
     Durability("NO_SYNC", "NO_SYNC", "NONE"),
 )
-WHERE = (("broker_ref", "process"), ("qpid-broker-j", "process"), ("qpid-broker-j", "docker"))
+WHERE = (
+    ("broker_ref", "process"),
+    ("qpid-broker-j", "process"),
+    ("qpid-broker-j", "docker"),
+    ("broker_ref", "ssh"),
+    ("qpid-broker-j", "ssh"),
+)
 
 
 def _random(

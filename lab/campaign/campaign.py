@@ -21,6 +21,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 from lab.campaign.failures import FIXED_AFTER, Failure, FailureDB
@@ -35,14 +36,15 @@ from lab.compose import parts_for
 __all__ = ["estimate_s", "open_failures", "run_campaign"]
 
 GRACE_S = 60.0  # how long past the budget a run may go on before it is interrupted
-_START_STOP_S = {"process": 12.0, "docker": 35.0}
+_START_STOP_S = {"process": 12.0, "docker": 35.0, "ssh": 20.0}
 _JVM_S = 30.0  # a JVM target's nodes take longer to start and stop
 
 
-def estimate_s(cell: Cell) -> float:
+def estimate_s(cell: Cell, hosts_file: Path | None = None) -> float:
     """A first guess at a run's length: its load, its target's restart allowance, and a
     start-and-stop allowance by backend and target."""
-    parts = parts_for(cell.scenario, cell.backend, cell.target, cell.mode)
+    hosts = hosts_file if cell.backend == "ssh" else None
+    parts = parts_for(cell.scenario, cell.backend, cell.target, cell.mode, hosts)
     scenario = parts.scenario
     faults = len(scenario.spec(0).schedule) // 2 if scenario.paced else 1
     load = scenario.load_s(parts.target.restart_allowance_s, faults)
@@ -73,7 +75,9 @@ class _Schedule:
         failures: list[Failure],
         draws: Iterator[Draw],
         make_task: Callable[[int, Draw], Task],
+        hosts_file: Path | None = None,
     ) -> None:
+        self.hosts_file = hosts_file
         self.replays: deque[Failure] = deque(failures)
         self.tries: dict[str, int] = {}
         self.draws = draws
@@ -94,7 +98,7 @@ class _Schedule:
             self.replaying.add(failure.id)
             self.tries[failure.id] = self.tries.get(failure.id, 0) + 1
             self.numbers += 1
-            return Task(self.numbers, cell, failure.seed, failure)
+            return Task(self.numbers, cell, failure.seed, failure, self.hosts_file)
         if not self.drawing:
             return None
         draw = next(self.draws)
@@ -102,7 +106,7 @@ class _Schedule:
             self.drawing = False  # the budget is spent: no run starts that cannot end in it
             return None
         self.numbers += 1
-        return self.make_task(self.numbers, draw)
+        return replace(self.make_task(self.numbers, draw), hosts_file=self.hosts_file)
 
     def replayed(self, failure: Failure, record: RunRecord) -> None:
         self.replaying.discard(failure.id)
@@ -128,14 +132,17 @@ def run_campaign(
     guide = make_guide(request.guide, request.seed, request.shard)
     files = GuideFiles(out_dir)
     schedule = _Schedule(
-        failures, request.draws(cells), lambda n, draw: files.proposed(guide.propose(n, draw))
+        failures,
+        request.draws(cells),
+        lambda n, draw: files.proposed(guide.propose(n, draw)),
+        request.hosts_file,
     )
     longest: dict[Cell, float] = {}
     running: list[RunningTask] = []
     deadline = time.monotonic() + request.budget_s
 
     def fits(cell: Cell) -> bool:
-        needed = longest.get(cell) or estimate_s(cell)
+        needed = longest.get(cell) or estimate_s(cell, request.hosts_file)
         return time.monotonic() + needed <= deadline
 
     write_campaign(out_dir, summary)

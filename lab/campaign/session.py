@@ -61,19 +61,20 @@ class CampaignSession:
         """The failures named (the controller's snapshot, so every xdist worker collects
         the same tests), then `cap` draws."""
         cells, _ = self.request.cells()
+        hosts = self.request.hosts_file
         failures = [self.db.get(fid) for fid in failure_ids]
         replays = [
-            Task(n, Cell(f.scenario, f.target, f.backend, f.mode), f.seed, f)
+            Task(n, Cell(f.scenario, f.target, f.backend, f.mode), f.seed, f, hosts)
             for n, f in enumerate(failures, start=1)
         ]
         draws = [
-            Task(len(replays) + d.number, d.cell, d.seed)
+            Task(len(replays) + d.number, d.cell, d.seed, hosts_file=hosts)
             for d in islice(self.request.draws(cells), cap)
         ]
         return replays + draws
 
     def _fits(self, cell: Cell) -> bool:
-        return time.time() + estimate_s(cell) <= self.deadline
+        return time.time() + estimate_s(cell, self.request.hosts_file) <= self.deadline
 
     @contextlib.contextmanager
     def _guide(self) -> Iterator[tuple[Guide, GuideFiles]]:
@@ -105,16 +106,16 @@ class CampaignSession:
         if task.failure is None:
             with self._guide() as (guide, files):
                 draw = Draw(task.number, task.cell, task.seed)
-                task = files.proposed(guide.propose(task.number, draw))
+                made = files.proposed(guide.propose(task.number, draw))
+                task = replace(made, hosts_file=task.hosts_file)
             return [self._settled(run_task(task, self.out_dir, self.db))]
         records: list[RunRecord] = []
         for attempt in range(FIXED_AFTER):
             if attempt and not self._fits(task.cell):
                 break
             number = task.number * 100 + attempt  # one record file per replay
-            record = self._settled(
-                run_task(Task(number, task.cell, task.seed, task.failure), self.out_dir, self.db)
-            )
+            replayed = Task(number, task.cell, task.seed, task.failure, task.hosts_file)
+            record = self._settled(run_task(replayed, self.out_dir, self.db))
             records.append(record)
             if record.reproduced:
                 break

@@ -98,8 +98,10 @@ class NoCluster:
 @dataclass(frozen=True)
 class RunParts:
     """What a run is made of besides its spec: the scenario (its prediction), what the
-    target is like (its traits), and how to make the cluster."""
+    target is like (its traits), and how to make the cluster (on the hosts backend, from the
+    hosts file `hosts_file`, which a reproducing command must name again)."""
 
     scenario: Scenario
     target: TargetTraits
     cluster: ClusterFactory
+    hosts_file: Path | None = None
