@@ -213,12 +213,8 @@ def lab_deviation(request: pytest.FixtureRequest) -> Callable[[Any], str]:
 
 
 def _campaign_options(group: pytest.OptionGroup) -> None:
-    group.addoption(
-        "--lab-campaign",
-        metavar="BUDGET",
-        default=None,
-        help="run a campaign (e.g. 30m): failures first, then fresh seeds, one test per run",
-    )
+    said = "run a campaign (e.g. 30m): failures first, then fresh seeds, one test per run"
+    group.addoption("--lab-campaign", metavar="BUDGET", default=None, help=said)
     group.addoption("--lab-campaign-scenarios", default="random", help="comma-separated")
     group.addoption("--lab-campaign-targets", default="broker_ref", help="comma-separated")
     group.addoption("--lab-campaign-backends", default="process", help="comma-separated")
