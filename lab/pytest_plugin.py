@@ -213,12 +213,8 @@ def lab_deviation(request: pytest.FixtureRequest) -> Callable[[Any], str]:
 
 
 def _campaign_options(group: pytest.OptionGroup) -> None:
-    group.addoption(
-        "--lab-campaign",
-        metavar="BUDGET",
-        default=None,
-        help="run a campaign (e.g. 30m): failures first, then fresh seeds, one test per run",
-    )
+    said = "run a campaign (e.g. 30m): failures first, then fresh seeds, one test per run"
+    group.addoption("--lab-campaign", metavar="BUDGET", default=None, help=said)
     group.addoption("--lab-campaign-scenarios", default="random", help="comma-separated")
     group.addoption("--lab-campaign-targets", default="broker_ref", help="comma-separated")
     group.addoption("--lab-campaign-backends", default="process", help="comma-separated")
@@ -226,6 +222,7 @@ def _campaign_options(group: pytest.OptionGroup) -> None:
     group.addoption("--lab-campaign-seed", default=None, help="default: random (or the date)")
     group.addoption("--lab-campaign-shard", default="1/1", help="I/N")
     group.addoption("--lab-campaign-out", default=None, help="default campaigns/<stamp>-pytest")
+    group.addoption("--lab-campaign-guide", default="random", help="random or coverage")
     group.addoption("--lab-failures-dir", default=".lab/failures")
 
 
@@ -295,6 +292,7 @@ def _campaign_session(config: pytest.Config, setup: dict[str, Any]) -> CampaignS
         modes=names("--lab-campaign-mode"),
         shard=Shard.parse(str(config.getoption("--lab-campaign-shard"))),
         hosts_file=hosts_file(config),
+        guide=str(config.getoption("--lab-campaign-guide")),
     )
     return CampaignSession(
         request,
@@ -379,7 +377,7 @@ def pytest_terminal_summary(terminalreporter: object, config: pytest.Config) -> 
         return
     write = terminalreporter.write_line  # type: ignore[attr-defined]
     write("lab campaign:")
-    for line in summary.table():
+    for line in summary.table(Path(found_out(config))):
         write(f"  {line}")
     write(f"  campaign folder: {found_out(config)}")
 

@@ -57,7 +57,8 @@ when it moves it), and the cluster manager stopped or frozen (it acts when it is
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 from lab.ground.faultops import FaultOp
 from lab.ground.spec import RunSpec, Topology, Workload
@@ -79,10 +80,13 @@ from scenarios.random_vocabulary import (
 __all__ = [
     "RANDOM",
     "RANDOM_ACTIVE_PASSIVE",
+    "Weigh",
     "active_passive_schedule",
     "may_overlap",
     "random_schedule",
 ]
+
+Weigh = Callable[[Kind], float]  # a kind's weight in a draw, instead of its own
 
 FIRST_AT_S = 2.0
 LAST_HEAL_BEFORE_END_S = 2.0
@@ -128,19 +132,25 @@ def may_overlap(draw: Draw, lasting: list[Draw], spec: RunSpec) -> bool:
     return not set(draw.nodes) & set(first.nodes)
 
 
+def _weighed(kinds: tuple[Kind, ...], weigh: Weigh | None) -> tuple[Kind, ...]:
+    return kinds if weigh is None else tuple(replace(k, weight=weigh(k)) for k in kinds)
+
+
 def _rounds(
     spec: RunSpec,
     rng: random.Random,
     first: tuple[Kind, ...],
     extra_pools: tuple[tuple[Kind, ...], tuple[Kind, ...]],
     quiet_s: tuple[tuple[float, float], tuple[float, float]],
+    weigh: Weigh | None = None,
 ) -> tuple[FaultOp, ...]:
     """The schedule: rounds of a first fault drawn from `first` and up to two drawn from the
     pools (out, light) that start while it lasts, each kept only when `may_overlap`; then a
     quiet time drawn from `quiet_s` (after a round with / without a fault that takes a node
-    out)."""
+    out). `weigh`: each kind's weight instead of its own (a guided campaign's)."""
     last = spec.workload.duration_s - LAST_HEAL_BEFORE_END_S
-    outs, lights = extra_pools
+    first = _weighed(first, weigh)
+    outs, lights = (_weighed(pool, weigh) for pool in extra_pools)
     ops: list[FaultOp] = []
     at = FIRST_AT_S + uniform(rng, 0.0, 1.0)
     number = 1
@@ -174,21 +184,26 @@ def _rounds(
     return tuple(sorted(ops, key=lambda op: op.at_s))
 
 
-def random_schedule(spec: RunSpec, rng: random.Random) -> tuple[FaultOp, ...]:
+def random_schedule(
+    spec: RunSpec, rng: random.Random, weigh: Weigh | None = None
+) -> tuple[FaultOp, ...]:
     """The replicated group's schedule (the module's rule, replicated group)."""
     outs = available(spec, GROUP_OUT)
     lights = available(spec, GROUP_LIGHT)
     first = (*outs, GROUP_OPERATOR, *lights)
     extra_lights = tuple(k for k in lights if k.name != "full_gc")
-    return _rounds(spec, rng, first, (outs, extra_lights), ((1.0, 2.5), (1.0, 2.5)))
+    return _rounds(spec, rng, first, (outs, extra_lights), ((1.0, 2.5), (1.0, 2.5)), weigh)
 
 
-def active_passive_schedule(spec: RunSpec, rng: random.Random) -> tuple[FaultOp, ...]:
+def active_passive_schedule(
+    spec: RunSpec, rng: random.Random, weigh: Weigh | None = None
+) -> tuple[FaultOp, ...]:
     """Brokers killed or paused one at a time, 3–4.5 s after the last round that took one out
     (long enough for the manager to restart or fence it and for it to catch up and be a ready
     backup again, so a ready backup is always there to promote); faults that take no broker out
     overlap them and each other."""
-    return _rounds(spec, rng, (*AP_OUT, *AP_LIGHT), ((), AP_LIGHT), ((3.0, 4.5), (1.0, 2.5)))
+    pools = ((), AP_LIGHT)
+    return _rounds(spec, rng, (*AP_OUT, *AP_LIGHT), pools, ((3.0, 4.5), (1.0, 2.5)), weigh)
 
 
 RANDOM_ACTIVE_PASSIVE = Scenario(

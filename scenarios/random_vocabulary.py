@@ -38,7 +38,9 @@ __all__ = [
     "Draw",
     "Kind",
     "available",
+    "below_election_timeout_ms",
     "draw_kind",
+    "inside_link_heartbeat_ms",
 ]
 
 Effect = Literal["out", "operator", "light"]
@@ -74,7 +76,7 @@ class Kind:
     """A kind of draw: its name in the vocabulary, how often it is drawn, and how."""
 
     name: str
-    weight: int
+    weight: float
     draw: Callable[[RunSpec, random.Random, bool], Draw]  # (spec, rng, selectors)
     needs: Literal[
         "", "proxied_peer_links", "cut_peer_links", "one_way", "jvm", "hosts", "hosts_jvm"
@@ -161,7 +163,7 @@ def _node_latency(
     return draw
 
 
-def _below_election_timeout(spec: RunSpec) -> int:
+def below_election_timeout_ms(spec: RunSpec) -> int:
     """A delay every heartbeat still beats: two thirds of the election timeout."""
     return int(spec.group.election_timeout_s * 1000 * 2 / 3)
 
@@ -237,7 +239,7 @@ def _manager(fault: str) -> Callable[[RunSpec, random.Random, bool], Draw]:
     return draw
 
 
-def _link_heartbeat_bound(spec: RunSpec) -> int:
+def inside_link_heartbeat_ms(spec: RunSpec) -> int:
     """A delay well inside twice the link heartbeat (when a backup is dead to its primary)."""
     return min(500, int(spec.group.active_passive.link_heartbeat_interval_s * 1000 / 2))
 
@@ -260,7 +262,7 @@ GROUP_OUT: tuple[Kind, ...] = (
 )
 GROUP_OPERATOR = Kind("transfer_master", 1, _transfer)
 GROUP_LIGHT: tuple[Kind, ...] = (
-    Kind("node latency", 1, _node_latency(_below_election_timeout), "proxied_peer_links"),
+    Kind("node latency", 1, _node_latency(below_election_timeout_ms), "proxied_peer_links"),
     Kind("client latency", 1, _client("latency")),
     Kind("client bandwidth", 1, _client("bandwidth")),
     Kind("client reset_peer", 1, _client("reset_peer")),
@@ -274,7 +276,7 @@ AP_OUT: tuple[Kind, ...] = (
     Kind("pause", 4, _process("pause")),
 )
 AP_LIGHT: tuple[Kind, ...] = (
-    Kind("node latency", 1, _node_latency(_link_heartbeat_bound)),
+    Kind("node latency", 1, _node_latency(inside_link_heartbeat_ms)),
     Kind("node bandwidth", 1, _ap_node_bandwidth),
     Kind("client latency", 1, _client("latency")),
     Kind("client bandwidth", 1, _client("bandwidth")),

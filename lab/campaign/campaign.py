@@ -10,6 +10,11 @@ a start-and-stop allowance) fits in the time left. Runs still going a grace peri
 the budget are interrupted (they heal and stop as on Ctrl-C). Ctrl-C stops the campaign
 the same way, and campaign.json says what finished. With `stop_at_broken` the campaign ends
 at its first broken run: nothing more starts, and runs still going are interrupted.
+
+What each draw runs is the guide's (lab.campaign.guide, `--guide`): its seed as `lab run`
+runs it (`random`), or a fresh draw or a mutation steered by the behaviours runs reach
+(`coverage`). Either way every run's behaviours are measured as it is recorded, into
+coverage.jsonl (lab.campaign.guide_files).
 """
 
 from __future__ import annotations
@@ -17,9 +22,12 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 from lab.campaign.failures import FIXED_AFTER, Failure, FailureDB
+from lab.campaign.guide import make_guide
+from lab.campaign.guide_files import GuideFiles
 from lab.campaign.plan import CampaignRequest, Cell, Draw
 from lab.campaign.summary import CampaignSummary, write_campaign
 from lab.campaign.tasks import RunningTask, RunRecord, Task, settle
@@ -64,12 +72,17 @@ class _Schedule:
     """Which task comes next: failure replays first, then the draws."""
 
     def __init__(
-        self, failures: list[Failure], draws: Iterator[Draw], hosts_file: Path | None = None
+        self,
+        failures: list[Failure],
+        draws: Iterator[Draw],
+        make_task: Callable[[int, Draw], Task],
+        hosts_file: Path | None = None,
     ) -> None:
         self.hosts_file = hosts_file
         self.replays: deque[Failure] = deque(failures)
         self.tries: dict[str, int] = {}
         self.draws = draws
+        self.make_task = make_task  # what a draw runs (the guide's proposal)
         self.replaying: set[str] = set()
         self.numbers = 0
         self.drawing = True
@@ -94,7 +107,7 @@ class _Schedule:
             self.drawing = False  # the budget is spent: no run starts that cannot end in it
             return None
         self.numbers += 1
-        return Task(self.numbers, draw.cell, draw.seed, hosts_file=self.hosts_file)
+        return replace(self.make_task(self.numbers, draw), hosts_file=self.hosts_file)
 
     def stop(self) -> None:
         """Nothing more starts (a campaign that stops at its first broken run)."""
@@ -122,7 +135,14 @@ def run_campaign(
     failures = open_failures(db, request, cells)
     out_dir.mkdir(parents=True, exist_ok=True)
     summary = CampaignSummary.begin(request, cells, skipped)
-    schedule = _Schedule(failures, request.draws(cells), request.hosts_file)
+    guide = make_guide(request.guide, request.seed, request.shard)
+    files = GuideFiles(out_dir)
+    schedule = _Schedule(
+        failures,
+        request.draws(cells),
+        lambda n, draw: files.proposed(guide.propose(n, draw)),
+        request.hosts_file,
+    )
     longest: dict[Cell, float] = {}
     running: list[RunningTask] = []
     deadline = time.monotonic() + request.budget_s
@@ -152,7 +172,8 @@ def run_campaign(
                 if job.task.failure is not None:
                     schedule.replayed(job.task.failure, record)
                 longest[record.cell] = max(longest.get(record.cell, 0.0), record.seconds)
-                summary = summary.with_record(record).with_running(len(running), deadline)
+                summary = summary.with_record(record, files.observed(guide, record))
+                summary = summary.with_running(len(running), deadline)
                 write_campaign(out_dir, summary)
                 show(summary, summary.line(record))
                 if request.stop_at_broken and record.verdict == "broken":
@@ -168,10 +189,11 @@ def run_campaign(
         for job in _stop_all(running):
             record = job.poll()
             if record is not None:
-                summary = summary.with_record(settle(record, job.task, out_dir, db))
+                record = settle(record, job.task, out_dir, db)
+                summary = summary.with_record(record, files.observed(guide, record))
         raise
     finally:
-        summary = summary.finished(db)
+        summary = summary.finished(db, guide.stats())
         write_campaign(out_dir, summary)
     return summary
 

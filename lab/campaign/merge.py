@@ -2,20 +2,28 @@
 campaigns) joined into one folder: every run folder under `runs/` (hard links where the
 file system allows, else copies), one campaign.json whose runs are renumbered in order,
 and one summary. The folders merged are left as they were.
+
+Coverage is merged as the runs are: each folder's coverage.jsonl in turn, runs renumbered,
+and the distinct behaviours counted again over the merged runs (a behaviour two shards both
+reached counts once); corpus entries are copied under their new numbers. guide.jsonl is each
+campaign's own (its decisions) and stays in its folder.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from lab.campaign.coverage import Coverage, CoveragePoint, read_points
+from lab.campaign.guide_files import GuideFiles
 from lab.campaign.summary import CampaignSummary, read_campaign, write_campaign
 from lab.campaign.tasks import RunRecord
 from lab.ground.errors import InputError, UsageError
-from lab.ground.files import user_folder
+from lab.ground.files import user_folder, write_json
 
 __all__ = ["merge_campaigns"]
 
@@ -73,10 +81,32 @@ def merge_campaigns(folders: list[Path], out_dir: Path) -> CampaignSummary:
     records: list[RunRecord] = []
     cells: list[dict[str, str]] = []
     skipped: list[str] = []
+    points: list[CoveragePoint] = []
+    coverage = Coverage()
     for folder, raw, found in checked:
+        numbers: dict[int, int] = {}  # this folder's run numbers → the merged ones
+        places: dict[str, str] = {}
         for record in found:
             placed = None if record.folder is None else _place(folder / record.folder, out_dir)
-            records.append(replace(record, number=len(records) + 1, folder=placed))
+            numbers[record.number] = len(records) + 1
+            if record.folder is not None and placed is not None:
+                places[record.folder] = placed
+            parent = None if record.parent is None else numbers.get(record.parent)
+            records.append(replace(record, number=len(records) + 1, folder=placed, parent=parent))
+        for point in read_points(folder / "coverage.jsonl"):
+            if point.run in numbers:
+                parent = None if point.parent is None else numbers.get(point.parent)
+                points.append(
+                    coverage.add(
+                        numbers[point.run],
+                        point.cell,
+                        point.origin,
+                        parent,
+                        point.verdict,
+                        point.features,
+                    )
+                )
+        _copy_corpus(folder, out_dir, numbers, places)
         cells.extend(c for c in raw.get("cells", ()) if c not in cells)
         skipped.extend(s for s in raw.get("skipped", ()) if s not in skipped)
     first = raws[0][1]
@@ -93,7 +123,31 @@ def merge_campaigns(folders: list[Path], out_dir: Path) -> CampaignSummary:
         records=tuple(records),
         ended=max(str(r.get("ended") or "") for _, r in raws) or None,
         elapsed_s=max(float(r.get("elapsed_s", 0.0)) for _, r in raws),
+        coverage=tuple(points),
     )
     out_dir.mkdir(parents=True, exist_ok=True)
+    if points:
+        with (out_dir / "coverage.jsonl").open("w", encoding="utf-8") as out:
+            out.writelines(json.dumps(p.to_json(), separators=(",", ":")) + "\n" for p in points)
     write_campaign(out_dir, summary)
     return summary
+
+
+def _copy_corpus(
+    folder: Path, out_dir: Path, numbers: dict[int, int], places: dict[str, str]
+) -> None:
+    """The folder's corpus entries under their merged run numbers."""
+    for path in sorted(GuideFiles(folder).corpus.glob("*.json")):
+        entry: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        run = numbers.get(int(entry["run"]))
+        if run is None:
+            continue
+        parent = entry.get("parent")
+        entry.update(
+            run=run,
+            parent=None if parent is None else numbers.get(int(parent)),
+            folder=places.get(str(entry.get("folder")), entry.get("folder")),
+        )
+        corpus = GuideFiles(out_dir).corpus
+        corpus.mkdir(parents=True, exist_ok=True)
+        write_json(corpus / f"{run}.json", entry)

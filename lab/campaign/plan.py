@@ -27,7 +27,11 @@ from lab.ground.errors import UsageError
 from lab.ground.spec import BACKENDS, MAX_SEED, TARGETS
 from scenarios.catalog import RUNNABLE
 
-__all__ = ["CampaignRequest", "Cell", "Draw", "Shard", "nightly_seed", "parse_budget"]
+__all__ = ["GUIDES", "CampaignRequest", "Cell", "Draw", "Shard", "nightly_seed", "parse_budget"]
+
+# What makes a run of each draw: `random`, the draw's seed as `lab run` runs it; `coverage`,
+# fresh draws and mutations steered by the behaviours runs reach (lab.campaign.guide).
+GUIDES = ("random", "coverage")
 
 _BUDGET = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
 
@@ -116,6 +120,7 @@ class CampaignRequest:
     shard: Shard = Shard(1, 1)
     hosts_file: Path | None = None  # the hosts backend's (--backends ssh)
     stop_at_broken: bool = False
+    guide: str = "random"  # what makes each run of a draw (lab.campaign.guide)
 
     def __post_init__(self) -> None:
         if not self.scenarios or not self.targets or not self.backends:
@@ -133,6 +138,8 @@ class CampaignRequest:
             )
         if not 0 <= self.seed <= MAX_SEED:
             raise UsageError(f"bad campaign seed {self.seed}")
+        if self.guide not in GUIDES:
+            raise UsageError(f"unknown guide {self.guide!r} (known: {', '.join(GUIDES)})")
 
     def cells(self) -> tuple[tuple[Cell, ...], tuple[str, ...]]:
         """The cells that can run, in a fixed order, and a line for each that cannot."""

@@ -2,12 +2,15 @@
 of several campaign folders (the shards of one night) into one.
 
 campaign.json (`v` 1): `request` (budget, seed, scenarios, targets, backends, modes, jobs,
-shard, stop_at_broken), `started`, `ended`, `elapsed_s`, `cells` and `skipped` (each with
+shard, stop_at_broken, guide), `started`, `ended`, `elapsed_s`, `cells` and `skipped` (each with
 its reason), `runs` (one record per run: number, kind fresh|replay, scenario, target, backend, mode,
 seed, verdict, violations, seconds, folder relative to the campaign folder, error, the
-failure it showed and whether that failure is new, and for a replay whether it
-reproduced), `replays` (per failure replayed: its id and outcome — still failing, flaky,
-fixed, undecided), `counts` and `new_failures`.
+failure it showed and whether that failure is new, for a replay whether it reproduced, and
+`origin` and `parent`: how the guide made it), `replays` (per failure replayed: its id and
+outcome — still failing, flaky, fixed, undecided), `counts`, `new_failures`, `coverage`
+(distinct behaviours in all and by cell, and after each run: lab.campaign.coverage) and
+`guide` (what the guide did: its corpus, and each arm's runs, runs that paid and discarded
+candidates).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from lab.campaign.coverage import CoveragePoint, coverage_lines
 from lab.campaign.failures import FIXED_AFTER, FailureDB
 from lab.campaign.plan import CampaignRequest, Cell
 from lab.campaign.tasks import RunRecord
@@ -46,6 +50,7 @@ def _request_json(request: CampaignRequest) -> dict[str, Any]:
         "jobs": request.jobs,
         "shard": str(request.shard),
         "stop_at_broken": request.stop_at_broken,
+        "guide": request.guide,
     }
 
 
@@ -71,6 +76,8 @@ class CampaignSummary:
     elapsed_s: float = 0.0
     statuses: dict[str, str] = field(default_factory=dict)  # failure id → status at the end
     began: float = field(default_factory=time.monotonic)
+    coverage: tuple[CoveragePoint, ...] = ()  # after each run, in the order recorded
+    guide: dict[str, Any] = field(default_factory=dict)  # the guide's own account
 
     @staticmethod
     def begin(
@@ -82,19 +89,29 @@ class CampaignSummary:
         )
         return CampaignSummary(_request_json(request), _now(), described, skipped)
 
-    def with_record(self, record: RunRecord) -> CampaignSummary:
-        return replace(self, records=(*self.records, record))
+    def with_record(self, record: RunRecord, point: CoveragePoint | None = None) -> CampaignSummary:
+        points = self.coverage if point is None else (*self.coverage, point)
+        return replace(self, records=(*self.records, record), coverage=points)
 
     def with_running(self, running: int, deadline: float) -> CampaignSummary:
         return replace(self, running=running, left_s=max(0.0, deadline - time.monotonic()))
 
-    def finished(self, db: FailureDB | None = None) -> CampaignSummary:
+    def finished(
+        self, db: FailureDB | None = None, guide: dict[str, Any] | None = None
+    ) -> CampaignSummary:
         statuses = {}
         if db is not None:
             ids = {r.failure for r in self.records if r.failure}
             statuses = {f.id: f.status for f in db if f.id in ids}
         elapsed = round(time.monotonic() - self.began, 1)
-        return replace(self, ended=_now(), elapsed_s=elapsed, running=0, statuses=statuses)
+        return replace(
+            self,
+            ended=_now(),
+            elapsed_s=elapsed,
+            running=0,
+            statuses=statuses,
+            guide=self.guide if guide is None else guide,
+        )
 
     def counts(self) -> dict[str, int]:
         fresh = [r for r in self.records if r.kind == "fresh"]
@@ -117,6 +134,8 @@ class CampaignSummary:
     def line(self, record: RunRecord) -> str:
         kinds = f" ({', '.join(record.violations)})" if record.violations else ""
         what = "replay of " + str(record.failure) if record.kind == "replay" else "run"
+        if record.kind == "fresh" and record.origin != "seed":
+            what += f" ({record.origin}" + (f" of {record.parent})" if record.parent else ")")
         news = " — new failure" if record.new_failure else ""
         back = ""
         if record.reproduced is not None:
@@ -150,10 +169,23 @@ class CampaignSummary:
             ],
             "counts": self.counts(),
             "new_failures": [r.failure for r in self.new_failures],
+            "coverage": self.coverage_json(),
+            "guide": self.guide,
         }
 
-    def table(self) -> list[str]:
-        """The summary: per cell, runs and verdicts; replays; new failures."""
+    def coverage_json(self) -> dict[str, Any]:
+        cells: dict[str, int] = {}
+        for point in self.coverage:
+            cells[str(point.cell)] = point.cell_behaviours
+        return {
+            "behaviours": self.coverage[-1].behaviours if self.coverage else 0,
+            "cells": cells,
+            "after_runs": [[p.run, p.behaviours] for p in self.coverage],
+        }
+
+    def table(self, campaign_dir: Path | None = None) -> list[str]:
+        """The summary: per cell, runs and verdicts; replays; new failures; coverage (the
+        failing runs' schedules read from `campaign_dir`)."""
         rows: dict[str, list[RunRecord]] = {}
         for record in self.records:
             if record.kind == "fresh":
@@ -177,6 +209,18 @@ class CampaignSummary:
                 f"{', '.join(record.violations)} — {record.folder}"
             )
         lines.extend(f"skipped {reason}" for reason in self.skipped)
+        lines.extend(coverage_lines(self.coverage, self.records, campaign_dir))
+        arms = self.guide.get("arms") or {}
+        if arms:
+            said = ", ".join(
+                f"{arm} {a['paid']}/{a['runs']}"
+                + (f" ({a['discarded']} discarded)" if a.get("discarded") else "")
+                for arm, a in arms.items()
+                if a["runs"] or a.get("discarded")
+            )
+            lines.append(
+                f"guide: corpus of {self.guide.get('corpus', 0)} runs; paid/runs by arm: {said}"
+            )
         return lines
 
 

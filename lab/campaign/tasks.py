@@ -6,6 +6,7 @@ database told what it showed.
 
     Task(number, cell, seed)                       a fresh draw
     Task(number, cell, seed, failure=Failure)      a replay of a recorded failure
+    Task(number, cell, seed, spec=…, origin=…)     a guided run of an explicit spec (guide.py)
     running = RunningTask(task, campaign_dir)      started; `poll()` → RunRecord when done
     record = run_task(task, campaign_dir)          the same, waiting (the pytest entry point)
     settle(record, task, campaign_dir, db)         the failure database updated
@@ -20,6 +21,7 @@ import datetime as dt
 import json
 import signal
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -38,11 +40,17 @@ REPLAY = "replay"
 
 @dataclass(frozen=True)
 class Task:
+    """A run to make. `spec` (a spec.json's content): run it as it is, with `lab run --spec`;
+    `origin` and `parent`: how a guided campaign made it (lab.campaign.guide)."""
+
     number: int
     cell: Cell
     seed: int
     failure: Failure | None = None
     hosts_file: Path | None = None  # where a run on hosts runs (not part of its record)
+    spec: Mapping[str, Any] | None = None
+    origin: str = "seed"
+    parent: int | None = None
 
     @property
     def kind(self) -> str:
@@ -54,6 +62,11 @@ class Task:
             spec = campaign_dir / "replays" / f"{self.failure.id}.json"
             spec.parent.mkdir(parents=True, exist_ok=True)
             write_json(spec, dict(self.failure.spec))
+            return ["run", "--spec", str(spec), "--runs-dir", runs, *self._hosts()]
+        if self.spec is not None:
+            spec = campaign_dir / "specs" / f"{self.number}.json"
+            spec.parent.mkdir(parents=True, exist_ok=True)
+            write_json(spec, dict(self.spec))
             return ["run", "--spec", str(spec), "--runs-dir", runs, *self._hosts()]
         cell = self.cell
         return [
@@ -90,6 +103,8 @@ class RunRecord:
     new_failure: bool = False
     reproduced: bool | None = None  # a replay: did the recorded violation come back
     started: str = ""  # UTC, when its `lab run` began
+    origin: str = "seed"  # seed | fresh | directed | an operator | replay (guide.py)
+    parent: int | None = None  # the run a mutation was made from
 
     @property
     def cell(self) -> Cell:
@@ -182,6 +197,8 @@ class RunningTask:
             error=error,
             failure=None if task.failure is None else task.failure.id,
             started=self.started_utc,
+            origin="replay" if task.failure is not None else task.origin,
+            parent=task.parent,
         )
 
 

@@ -48,6 +48,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Comman
         "--seed",
         help="the campaign's seed (default: random; with --shard, the UTC date, so shards agree)",
     )
+    campaign.add_argument(
+        "--guide",
+        default="random",
+        help="random (default: each draw's seed) or coverage (fresh draws and mutations "
+        "steered to new behaviour)",
+    )
     campaign.add_argument("--out", type=Path, help="the campaign folder (default campaigns/…)")
     campaign.add_argument("--failures-dir", type=Path, default=DEFAULT_FAILURES)
     campaign.add_argument("--no-report", action="store_true", help="skip the Spark report")
@@ -128,6 +134,7 @@ def _request(args: argparse.Namespace) -> CampaignRequest:
         shard=shard,
         hosts_file=args.hosts,
         stop_at_broken=args.stop_at_first_broken,
+        guide=args.guide,
     )
 
 
@@ -151,7 +158,7 @@ def _cmd_campaign(args: argparse.Namespace) -> int:
     if out.exists() and any(out.iterdir()):
         raise UsageError(f"{out} exists and is not empty: give a new --out folder")
     say(f"lab: campaign into {out}, seed {request.seed}, shard {request.shard}")
-    say(f"lab: budget {args.budget}, {request.jobs} run(s) at a time")
+    say(f"lab: budget {args.budget}, {request.jobs} run(s) at a time, guide {request.guide}")
     show = _Shower(sys.stderr)
     try:
         summary = run_campaign(request, out, FailureDB(args.failures_dir), show)
@@ -161,7 +168,7 @@ def _cmd_campaign(args: argparse.Namespace) -> int:
 
 
 def _finish(summary: CampaignSummary, out: Path, no_report: bool) -> int:
-    for line in summary.table():
+    for line in summary.table(out):
         print(line)
     if not no_report and any(r.folder for r in summary.records):
         _report(out)

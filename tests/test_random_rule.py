@@ -1,0 +1,225 @@
+"""`random`'s rule checked on whole schedules (scenarios.random_rule): every schedule `random`
+draws keeps it, in both HA designs, on every target and backend; schedules that break it —
+the mixes the documents make no promise for — are refused, each with its reason."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lab.ground.cluster_settings import ACTIVE_PASSIVE
+from lab.ground.faultops import FaultOp
+from lab.ground.nodes import TargetTraits
+from lab.ground.spec import Durability, RunSpec
+from scenarios.base import fault_window
+from scenarios.catalog import scenario_named
+from scenarios.random_rule import rule_problem
+
+SEEDS = st.integers(min_value=0, max_value=2**63 - 1)
+DURABILITIES = (
+    Durability(),
+    Durability("WRITE_NO_SYNC", "WRITE_NO_SYNC", "SIMPLE_MAJORITY"),
+    Durability("SYNC", "WRITE_NO_SYNC", "ALL", coalescing_sync=False),
+    Durability("NO_SYNC", "NO_SYNC", "NONE"),
+)
+WHERE = (
+    ("broker_ref", "process"),
+    ("qpid-broker-j", "process"),
+    ("qpid-broker-j", "docker"),
+    ("broker_ref", "ssh"),
+    ("qpid-broker-j", "ssh"),
+)
+
+
+def _random(
+    seed: int,
+    durability: Durability | None = None,
+    where: tuple[str, str] = WHERE[0],
+    mode: str | None = None,
+) -> RunSpec:
+    target, backend = where
+    return (
+        scenario_named("random")
+        .in_mode(mode)
+        .spec(
+            seed,
+            backend=backend,
+            target=TargetTraits(name=target),
+            durability=durability or Durability(),
+        )
+    )
+
+
+@settings(max_examples=150, deadline=None)  # a busy machine is not a failure
+@given(seed=SEEDS, durability=st.sampled_from(DURABILITIES), where=st.sampled_from(WHERE))
+def test_every_schedule_random_draws_keeps_its_rule(
+    seed: int, durability: Durability, where: tuple[str, str]
+) -> None:
+    spec = _random(seed, durability, where)
+    assert rule_problem(spec) is None
+
+
+@settings(max_examples=100, deadline=None)
+@given(seed=SEEDS)
+def test_every_active_passive_schedule_keeps_its_rule(seed: int) -> None:
+    assert rule_problem(_random(seed, mode=ACTIVE_PASSIVE)) is None
+
+
+def _with(spec: RunSpec, *windows: tuple[FaultOp, FaultOp]) -> RunSpec:
+    return spec.with_schedule(tuple(op for w in windows for op in w))
+
+
+BASE = _random(1)
+ON_DISK = _random(1, DURABILITIES[1])
+AP = _random(1, mode=ACTIVE_PASSIVE)
+
+
+@pytest.mark.parametrize(
+    ("spec", "windows", "said"),
+    [
+        pytest.param(
+            BASE,
+            (fault_window("kill", "n1", 3, 2, "f1"), fault_window("pause", "n2", 4, 2, "f2")),
+            "may not start while kill lasts",
+            id="two-nodes-out-under-NO_SYNC",
+        ),
+        pytest.param(
+            ON_DISK,
+            (fault_window("kill", "n1", 3, 2, "f1"), fault_window("pause", "n1", 4, 2, "f2")),
+            "may not start",
+            id="one-node-twice-at-once",
+        ),
+        pytest.param(
+            ON_DISK,
+            (
+                fault_window("kill", "n1", 3, 3, "f1"),
+                fault_window("pause", "n2", 4, 1, "f2"),
+                fault_window("isolate", "n3", 4.5, 1, "f3"),
+            ),
+            "may not start",
+            id="three-nodes-out",
+        ),
+        pytest.param(
+            BASE,
+            (
+                fault_window("latency", "client_to_n1", 3, 3, "f1", latency_ms=50, jitter_ms=0),
+                fault_window("kill", "@master", 4, 1, "f2"),
+            ),
+            "names a role while another fault lasts",
+            id="a-role-while-a-fault-lasts",
+        ),
+        pytest.param(
+            BASE,
+            (fault_window("kill", "n1", 3, 2, "f1"), fault_window("kill", "n2", 5.5, 2, "f2")),
+            "0.5 s after f1 ends (at least 1 s)",
+            id="no-quiet-between-two-kills",
+        ),
+        pytest.param(
+            BASE,
+            (fault_window("latency", "n1_to_n2", 3, 2, "f1", latency_ms=350, jitter_ms=100),),
+            "not a fault `random` draws",
+            id="node-latency-past-the-election-timeout",
+        ),
+        pytest.param(
+            BASE,
+            (fault_window("bandwidth", "n1_to_n2", 3, 2, "f1", rate_kbs=300),),
+            "not a fault `random` draws",
+            id="a-bandwidth-random-never-draws",
+        ),
+        pytest.param(
+            BASE,
+            (fault_window("disk_fill", "n1", 3, 2, "f1"),),
+            "not a fault `random` draws",
+            id="a-fault-outside-the-vocabulary",
+        ),
+        pytest.param(
+            BASE,
+            (fault_window("partition", "group", 3, 2, "f1", sides="n1|n2"),),
+            "not a fault `random` draws",
+            id="a-partition-that-leaves-a-node-out",
+        ),
+        pytest.param(
+            BASE,
+            (fault_window("kill", "n1", 1.0, 2, "f1"),),
+            "outside 2–16 s of the load",
+            id="before-the-first-moment",
+        ),
+        pytest.param(
+            BASE,
+            (fault_window("kill", "n1", 14, 3, "f1"),),
+            "outside 2–16 s of the load",
+            id="healed-too-late",
+        ),
+        pytest.param(
+            BASE,
+            (
+                fault_window("transfer_master", "@replica:1", 3, 2, "f1"),
+                fault_window("kill", "n2", 4, 1, "f2"),
+            ),
+            "may not start",
+            id="a-kill-during-a-transfer",
+        ),
+        pytest.param(
+            AP,
+            (fault_window("kill", "n1", 3, 2, "f1"), fault_window("pause", "n2", 7, 2, "f2")),
+            "2 s after f1 ends (at least 3 s)",
+            id="active-passive-brokers-too-close",
+        ),
+        pytest.param(
+            AP,
+            (fault_window("cut", "client_to_n1", 3, 2, "f1"),),
+            "not a fault `random` draws",
+            id="active-passive-clients-reach-only-the-virtual-address",
+        ),
+    ],
+)
+def test_schedules_that_break_the_rule_are_refused(
+    spec: RunSpec, windows: tuple[tuple[FaultOp, FaultOp], ...], said: str
+) -> None:
+    problem = rule_problem(_with(spec, *windows))
+    assert problem is not None and said in problem, problem
+
+
+def test_a_fault_never_healed_is_refused() -> None:
+    start = FaultOp(3.0, "start", "pause", "n1", "f1")
+    assert "never healed" in str(rule_problem(replace(BASE, schedule=(start,))))
+
+
+def test_mixes_the_rule_allows() -> None:
+    assert (
+        rule_problem(
+            _with(
+                BASE,
+                fault_window("kill", "n1", 3, 2, "f1"),
+                fault_window("cut", "client_to_n2", 3.5, 2, "f2"),
+                fault_window("kill", "n2", 6, 2, "f3"),
+            )
+        )
+        is None
+    )
+    # With every copy on disk, two distinct nodes may be out at once, and back to back.
+    assert (
+        rule_problem(
+            _with(
+                ON_DISK,
+                fault_window("kill", "n1", 3, 2, "f1"),
+                fault_window("pause", "n2", 4, 2, "f2"),
+                fault_window("kill", "n3", 6.1, 1, "f3"),
+            )
+        )
+        is None
+    )
+    assert (
+        rule_problem(
+            _with(
+                AP,
+                fault_window("kill", "@master", 3, 2, "f1"),
+                fault_window("pause", "manager", 3.5, 2, "f2"),
+                fault_window("kill", "n2", 8, 2, "f3"),
+            )
+        )
+        is None
+    )
