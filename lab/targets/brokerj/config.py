@@ -14,11 +14,20 @@ the same command on the same folder.
                     through the helper), priority, designatedPrimary, quorumOverride; the
                     group's timings as JE parameters in its context (`je_timings`), with
                     the group settings' `target_context` for this target last
-    virtualhost     BDB_HA: local/remote transaction sync policies, coalescing-sync, and
+    virtualhost     BDB_HA: local/remote transaction sync policies (`sync_policies`), and
                     queues created on first use (durable)
 
 Broker-J 9.x fixes the replica acknowledgement policy at SIMPLE_MAJORITY
 (ReplicatedEnvironmentFacade); `check_durability` refuses any other.
+
+Coalescing-sync is no attribute of its own in 9.x: the virtual host reports it
+(`coalescingSync`, read-only) exactly when its local policy is SYNC, which Broker-J then
+carries out as the 0.18 guide's coalescing-sync does: each commit is handed to JE without
+a sync, and one thread writes and syncs JE's log once for all the commits waiting, before
+any of them is answered. So the documents' "NO_SYNC (or WRITE_NO_SYNC) on the master with
+coalescing-sync" is local policy SYNC on 9.x; a master policy without coalescing-sync is
+given as it is, and SYNC without it also switches Broker-J's coalescing committer off
+(`qpid.bdb.ha.disable_coalescing_committer`), so that JE syncs every commit itself.
 """
 
 from __future__ import annotations
@@ -38,9 +47,11 @@ __all__ = [
     "check_group",
     "initial_config",
     "je_timings",
+    "sync_policies",
 ]
 
 TARGET = "qpid-broker-j"  # its name in a group's target_context
+NO_COALESCING_COMMITTER = "qpid.bdb.ha.disable_coalescing_committer"
 ACK_POLICY = "SIMPLE_MAJORITY"
 LOG_PATTERN = "%date{yyyy-MM-dd'T'HH:mm:ss.SSS} %level [{node}] %msg%n"
 MODEL_VERSION = "9.0"
@@ -52,8 +63,8 @@ def check_durability(durability: Durability) -> None:
     if durability.ack_policy != ACK_POLICY:
         raise UsageError(
             f"durability {durability.triplet}: Broker-J fixes the replica acknowledgement "
-            f"policy at {ACK_POLICY} (only the two sync policies and coalescing-sync are "
-            "attributes of its BDB_HA virtual host)"
+            f"policy at {ACK_POLICY} (its BDB_HA virtual host takes only the two sync "
+            "policies)"
         )
 
 
@@ -74,6 +85,15 @@ def check_group(cluster: ClusterPlan) -> None:
     check_durability(cluster.durability)
 
 
+def sync_policies(durability: Durability) -> tuple[str, str, dict[str, str]]:
+    """The virtual host's local and remote transaction sync policies for `durability`, and
+    the node context that goes with them (see the module's note on coalescing-sync)."""
+    if durability.coalescing_sync:
+        return "SYNC", durability.replica_sync, {}
+    context = {NO_COALESCING_COMMITTER: "true"} if durability.master_sync == "SYNC" else {}
+    return durability.master_sync, durability.replica_sync, context
+
+
 def _duration(seconds: float) -> str:
     return f"{max(1, round(seconds * 1000))} ms"
 
@@ -85,12 +105,12 @@ def je_timings(settings: GroupSettings) -> dict[str, str]:
     JE's replicaTimeout (a replica's wait on a silent master) and feederTimeout (a master's
     wait on a silent replica) play that part, with JE's floor of 2 s (Broker-J's default
     is 30 s). JE's heartbeat is 1 s, its minimum."""
-    silence = max(JE_MIN_TIMEOUT_S, STALL_FACTOR * settings.election_timeout_s)
+    silence = _duration(max(JE_MIN_TIMEOUT_S, STALL_FACTOR * settings.election_timeout_s))
     return {
         "je.rep.insufficientReplicasTimeout": _duration(settings.insufficient_replicas_timeout_s),
         "je.rep.repStreamTimeout": _duration(settings.rep_stream_timeout_s),
-        "je.rep.replicaTimeout": _duration(silence),
-        "je.rep.feederTimeout": _duration(silence),
+        "je.rep.replicaTimeout": silence,
+        "je.rep.feederTimeout": silence,
     }
 
 
@@ -105,13 +125,12 @@ def initial_config(
     """The node's initial configuration; `address_of` maps each node to the host:port the
     others reach its replication service at (what it advertises to the group)."""
     settings = cluster.settings
-    durability = cluster.durability
+    local, remote, sync_context = sync_policies(cluster.durability)
     helper = cluster.nodes[0].name
     virtualhost = {
         "type": "BDB_HA",
-        "localTransactionSynchronizationPolicy": durability.master_sync,
-        "remoteTransactionSynchronizationPolicy": durability.replica_sync,
-        "coalescingSync": durability.coalescing_sync,
+        "localTransactionSynchronizationPolicy": local,
+        "remoteTransactionSynchronizationPolicy": remote,
         "nodeAutoCreationPolicies": [
             {
                 "pattern": ".*",
@@ -194,7 +213,11 @@ def initial_config(
                 "quorumOverride": settings.quorum_override,
                 "storePath": str(node.data_dir / "store"),
                 # a scenario's own settings last: what the situation needs wins
-                "context": {**je_timings(settings), **settings.target_context.get(TARGET, {})},
+                "context": {
+                    **je_timings(settings),
+                    **sync_context,
+                    **settings.target_context.get(TARGET, {}),
+                },
                 "virtualHostInitialConfiguration": json.dumps(virtualhost),
             }
         ],
