@@ -7,15 +7,18 @@ that cannot run on the backend, is a one-line UsageError.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from lab.backends.catalog import make_cluster
 from lab.ground.errors import UsageError
 from lab.ground.events import Events
+from lab.ground.nodes import TargetTraits
 from lab.ground.spec import BACKENDS, RunSpec
+from lab.judge.bounds import Timings
 from lab.run.cluster import Cluster, ClusterFactory, RunParts
 from lab.targets.catalog import make_target
-from lab.targets.protocol import Target, traits_of
+from lab.targets.protocol import ServiceTimings, Target, traits_of
 from scenarios.catalog import scenario_named
 
 __all__ = ["parts_for"]
@@ -31,7 +34,22 @@ def parts_for(scenario: str, backend: str, target: str, mode: str | None = None)
     if refusal is not None:
         raise UsageError(refusal)
     node_target = make_target(target)
-    return RunParts(chosen, traits_of(node_target), _cluster_factory(node_target))
+    traits = traits_of(node_target)
+    return RunParts(
+        chosen, traits, _cluster_factory(node_target), _timings_factory(node_target, traits)
+    )
+
+
+def _timings_factory(target: Target, traits: TargetTraits) -> Callable[[RunSpec], Timings]:
+    """A run's timeouts: the target's own model of its group's, when it has one."""
+
+    def timings(spec: RunSpec) -> Timings:
+        if not isinstance(target, ServiceTimings):
+            return Timings.of(spec, traits)
+        own = target.service_timings(spec.group, spec.topology.nodes)
+        return Timings.of(spec, traits, own)
+
+    return timings
 
 
 def _cluster_factory(target: Target) -> ClusterFactory:

@@ -13,7 +13,12 @@ from lab.ground.nodes import BROKER_REF_TRAITS, TargetTraits
 from lab.ground.spec import Durability, GroupSettings, RunSpec, Topology, Workload
 from lab.judge.prediction import Prediction
 
-__all__ = ["Scenario", "fault_window", "spaced_out", "uniform"]
+__all__ = ["WORK_S", "Scenario", "fault_window", "spaced_out", "uniform"]
+
+# What a bound on the service's return adds to the run's timeouts it names
+# (lab.judge.bounds): the brokers' and the clients' own work on the way back (a new
+# master's recovery, a link attached, a loaded machine's scheduling).
+WORK_S = 2.0
 
 
 ScheduleFn = Callable[[RunSpec, random.Random], tuple[FaultOp, ...]]

@@ -20,7 +20,7 @@ from lab.judge.expectations import (
     ServiceStopped,
 )
 from lab.judge.prediction import Prediction
-from scenarios.base import Scenario, fault_window, uniform
+from scenarios.base import WORK_S, Scenario, fault_window, uniform
 
 __all__ = [
     "PARTITION_AND_RECOVERY",
@@ -63,7 +63,7 @@ TWO_NODE_MASTER_FAILURE = Scenario(
         expect=(
             ServiceStopped("f1:start", "f2:start"),
             LogSeen("MST-1006", node="f2", after="f2:start"),
-            ServiceResumed("f2:start", within_s=5.0),
+            ServiceResumed("f2:start", WORK_S, ("primary", "reconnect")),
             RoleAtEnd("f1", "REPLICA"),
         ),
     ),

@@ -270,6 +270,8 @@ def test_the_groups_timings_become_je_parameters_with_jes_floor() -> None:
 
     quick = je_timings(GroupSettings(election_timeout_s=0.6, insufficient_replicas_timeout_s=5.0))
     assert quick["je.rep.replicaTimeout"] == quick["je.rep.feederTimeout"] == "2000 ms"
+    # an election round waits on a silent peer no longer than a replica waits on its master
+    assert quick["je.rep.electionsOpenTimeout"] == quick["je.rep.electionsReadTimeout"] == "2000 ms"
     assert quick["je.rep.insufficientReplicasTimeout"] == "5000 ms"
     slow = je_timings(GroupSettings(election_timeout_s=4.0, rep_stream_timeout_s=1.5))
     assert slow["je.rep.replicaTimeout"] == "12000 ms"

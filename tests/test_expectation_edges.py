@@ -109,14 +109,19 @@ def test_service_resumed_at_its_edges() -> None:
     # back half a second before the load ended: resumed, within a generous bound
     assert ServiceResumed("f1:start", 20.0).unmet(_facts((Window(4.9, 15.5),))) is None
     assert ServiceResumed("f1:end", 5.0).unmet(_facts((Window(8.0, 16.0),))) == (
-        "service had not resumed 7.00 s after f1:end"
+        "service had not resumed 7.00 s after f1:end, expected within 5 s"
     )
     both = RunFacts.gather(
         EVENTS,
         _metrics((Window(8.5, 15.0),)),
-        TargetTraits(election_allowance_s=1.0, restart_allowance_s=2.0),
+        TargetTraits("slow", election_allowance_s=1.0, restart_allowance_s=2.0),
     )
-    assert ServiceResumed("f1:end", 1.0).unmet(both) == (
-        "service resumed 6.00 s after f1:end, expected within 4 s (1 s + the target's "
-        "election allowance 1 s + its restart allowance 2 s)"
+    assert ServiceResumed("f1:end", 1.0).unmet(both) == (  # no election named: no allowance
+        "service resumed 6.00 s after f1:end, expected within 3 s (1 s + restart allowance "
+        "2 s (slow's, measured))"
+    )
+    assert ServiceResumed("f1:end", 1.0, terms=("election",)).unmet(both) == (
+        "service resumed 6.00 s after f1:end, expected within 4.6 s (1 s + election 0.6 s (the "
+        "election timeout, and half of it for each of 0 lower ranks) + election allowance 1 s "
+        "(slow's, measured) + restart allowance 2 s (slow's, measured))"
     )

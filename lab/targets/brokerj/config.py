@@ -38,6 +38,7 @@ from typing import Any
 from lab.ground.errors import UsageError
 from lab.ground.nodes import ClusterPlan, NodePlan
 from lab.ground.spec import Durability, GroupSettings
+from lab.judge.bounds import Timing
 from lab.targets.management import Credentials
 
 __all__ = [
@@ -46,6 +47,7 @@ __all__ = [
     "check_durability",
     "check_group",
     "initial_config",
+    "je_service_timings",
     "je_timings",
     "sync_policies",
 ]
@@ -57,6 +59,8 @@ LOG_PATTERN = "%date{yyyy-MM-dd'T'HH:mm:ss.SSS} %level [{node}] %msg%n"
 MODEL_VERSION = "9.0"
 STALL_FACTOR = 3  # as broker_ref's group (broker_ref/group.py)
 JE_MIN_TIMEOUT_S = 2.0
+JE_PRIMARY_RETRIES = 2  # je.rep.electionsPrimaryRetries, JE's default
+_UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0, "h": 3600.0}
 
 
 def check_durability(durability: Durability) -> None:
@@ -104,13 +108,45 @@ def je_timings(settings: GroupSettings) -> dict[str, str]:
     A node stops trusting a silent peer after STALL_FACTOR election timeouts in broker_ref;
     JE's replicaTimeout (a replica's wait on a silent master) and feederTimeout (a master's
     wait on a silent replica) play that part, with JE's floor of 2 s (Broker-J's default
-    is 30 s). JE's heartbeat is 1 s, its minimum."""
+    is 30 s). An election round waits for every peer's answer to its first phase, a silent
+    one (a stopped container's address) until JE's open timeout: the elections' open and
+    read timeouts get the same wait (JE's default is 10 s each). JE's heartbeat is 1 s,
+    its minimum."""
     silence = _duration(max(JE_MIN_TIMEOUT_S, STALL_FACTOR * settings.election_timeout_s))
     return {
         "je.rep.insufficientReplicasTimeout": _duration(settings.insufficient_replicas_timeout_s),
         "je.rep.repStreamTimeout": _duration(settings.rep_stream_timeout_s),
         "je.rep.replicaTimeout": silence,
         "je.rep.feederTimeout": silence,
+        "je.rep.electionsOpenTimeout": silence,
+        "je.rep.electionsReadTimeout": silence,
+    }
+
+
+def _je_seconds(text: str) -> float:
+    """A JE duration (`500 ms`, `10 s`, `2 min`; a bare number is milliseconds) in seconds."""
+    number, _, unit = text.strip().partition(" ")
+    return float(number) * _UNITS.get(unit.strip().lower() or "ms", 1e-3)
+
+
+def je_service_timings(settings: GroupSettings, nodes: int) -> dict[str, Timing]:
+    """How long the group's waits are (lab.judge.bounds), from the JE parameters a node is
+    given (the group's timings, then the scenario's own context): the wait on a silent
+    master; an election, two rounds (the one under way and the one that elects), each as
+    long as a silent peer's open timeout; a designated primary's, which JE makes master
+    alone only after the round under way and `electionsPrimaryRetries` more have failed."""
+    context = {**je_timings(settings), **settings.target_context.get(TARGET, {})}
+    silence = _je_seconds(context["je.rep.replicaTimeout"])
+    opening = _je_seconds(context["je.rep.electionsOpenTimeout"])
+    retries = int(context.get("je.rep.electionsPrimaryRetries", JE_PRIMARY_RETRIES))
+    return {
+        "silence": Timing(silence, "je.rep.replicaTimeout"),
+        "election": Timing(2 * opening, "2 rounds × je.rep.electionsOpenTimeout"),
+        "primary": Timing(
+            (2 + retries) * opening,
+            f"{2 + retries} rounds × je.rep.electionsOpenTimeout "
+            f"(je.rep.electionsPrimaryRetries {retries})",
+        ),
     }
 
 

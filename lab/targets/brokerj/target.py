@@ -18,7 +18,9 @@ from pathlib import Path
 from lab.ground.errors import SetupError
 from lab.ground.nodes import ClusterPlan, NodePlan
 from lab.ground.ports import HOST
-from lab.targets.brokerj.config import check_group, initial_config
+from lab.ground.spec import GroupSettings
+from lab.judge.bounds import Timing
+from lab.targets.brokerj.config import check_group, initial_config, je_service_timings
 from lab.targets.brokerj.distribution import VERSION, Distribution, ensure_distribution
 from lab.targets.protocol import ContainerLaunch, LogRecord, RestManagement, match_log_line
 
@@ -151,3 +153,7 @@ class BrokerJTarget(RestManagement):
 
     def parse_log_line(self, line: str) -> LogRecord | None:
         return parse_brokerj_line(line)
+
+    def service_timings(self, group: GroupSettings, nodes: int) -> dict[str, Timing]:
+        """JE's timeouts as the lab configures them (config.je_service_timings)."""
+        return je_service_timings(group, nodes)
