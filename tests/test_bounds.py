@@ -68,3 +68,17 @@ def test_each_run_is_judged_with_its_targets_own_model() -> None:
     reference = parts_for("master-failure", "process", "broker_ref")
     spec = reference.scenario.spec(7, target=reference.target)
     assert reference.timings_of(spec).bound(2.0, ("election",)).seconds == 3.2
+
+
+def test_a_designation_lasts_until_a_slower_targets_node_is_back() -> None:
+    """J2 clears the replica's designation once the old master is back: on Broker-J (a JVM
+    restarts 15 s slower) that much later, so the designated primary's election fits."""
+    scenario = scenario_named("two-node-master-failure")
+    quick = {(op.id, op.action): op.at_s for op in scenario.spec(7).schedule}
+    slow = scenario.spec(7, target=TargetTraits("qpid-broker-j", restart_allowance_s=15.0))
+    later = {(op.id, op.action): op.at_s for op in slow.schedule}
+    assert later[("f2", "stop")] == round(quick[("f2", "stop")] + 15.0, 3)
+    assert {k: v for k, v in later.items() if k != ("f2", "stop")} == {
+        k: v for k, v in quick.items() if k != ("f2", "stop")
+    }
+    assert later[("f2", "stop")] < slow.workload.duration_s  # healed before the load ends
