@@ -82,7 +82,10 @@ class ClusterManager:
         self._settings = settings
         self._events = events
         self._sleep = sleep
-        self._primary: str | None = None  # the broker this manager made primary last
+        self._primary: str | None = None  # the primary this manager keeps the address on
+        # The broker that was primary last, also after it was fenced or crashed: the one whose
+        # store is the newest when a whole cluster comes back joining.
+        self._last_primary: str | None = None
         self._vip: str | None = None
         self._gave_up = False
         self._two: frozenset[str] = frozenset()
@@ -201,7 +204,7 @@ class ClusterManager:
             self._events.emit("manager.two-primaries", None, primaries=primaries)
         if primaries:
             chosen = self._primary if self._primary in primaries else primaries[0]
-            self._primary = chosen
+            self._primary = self._last_primary = chosen
             self._point(chosen)
             return
         if self._gave_up:
@@ -214,18 +217,21 @@ class ClusterManager:
             self._events.emit("manager.no-candidate", None, statuses=_shown(statuses))
             return
         self._brokers.promote(candidate)
-        self._primary = candidate
+        self._primary = self._last_primary = candidate
         self._events.emit("manager.promote", candidate, statuses=_shown(statuses))
         self._point(candidate)
 
     def _candidate(self, statuses: Mapping[str, str | None]) -> str | None:
         """A ready backup; when every broker answers joining (a new cluster, or one restarted
-        whole), the last primary, else the first by name; otherwise none."""
+        whole), the last primary — also one this manager fenced: its store is the newest, and
+        a backup that never caught up would recover from a stale one — else the first by name;
+        otherwise none."""
         ready = sorted(n for n, s in statuses.items() if s == "ready")
         if ready:
             return ready[0]
         if statuses and all(s == "joining" for s in statuses.values()):
-            return self._primary if self._primary in statuses else sorted(statuses)[0]
+            last = self._last_primary
+            return last if last in statuses else sorted(statuses)[0]
         return None
 
     def _point(self, name: str) -> None:
