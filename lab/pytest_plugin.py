@@ -135,7 +135,14 @@ def lab_run(
     from lab.ground.errors import SetupError, UsageError
     from lab.ground.spec import Durability
     from lab.run.runner import run_scenario
-    from lab.targets.suite import SUITE_INDEX, append_index, prepare, refusal_check
+    from lab.targets.suite import (
+        RUN_PROPERTY,
+        SUITE_INDEX,
+        append_index,
+        prepare,
+        refusal_check,
+        run_property,
+    )
 
     kept = request.config.getoption("--lab-runs-dir")
     own = re.sub(r"[^\w.-]", "_", request.node.name)[:120]
@@ -180,6 +187,7 @@ def lab_run(
             raise
         lab_report(outcome.folder.path)
         index(**wanted, folder=str(outcome.folder.path))
+        request.node.user_properties.append((RUN_PROPERTY, run_property(outcome.folder.path)))
         return outcome
 
     return run
@@ -240,10 +248,42 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("lab_seed", seeds, indirect=True, ids=[f"seed{s}" for s in seeds])
 
 
-def pytest_terminal_summary(terminalreporter: object, config: pytest.Config) -> None:
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     from lab.targets.suite import write_deviations
 
     write_deviations(terminalreporter)
+    _write_rates(terminalreporter)
+
+
+def _write_rates(terminalreporter: Any) -> None:
+    """With --lab-seeds: each scenario's rates over the session's runs, and what changed
+    against its declared deviations' rates (lab.reporting.suite_rates)."""
+    import json
+
+    from lab.reporting.suite_rates import RunRecord, summary
+    from lab.reporting.suite_table import declared_deviations
+    from lab.targets.suite import RUN_PROPERTY
+
+    records = []
+    for report in (r for rs in terminalreporter.stats.values() for r in rs):
+        for key, value in getattr(report, "user_properties", ()):
+            if key != RUN_PROPERTY or getattr(report, "when", "call") != "call":
+                continue
+            run = json.loads(value)
+            verdict = (
+                run["verdict"] if run["verdict"] in ("held", "deviation", "broken") else "unknown"
+            )
+            records.append(
+                RunRecord(
+                    str(run["scenario"]), str(run["target"]), str(run["backend"]), run["seed"],
+                    verdict, run["deviation"], run["gap_s"], str(run["mode"] or ""),
+                )
+            )  # fmt: skip
+    lines = summary(records, declared_deviations)
+    if lines:
+        terminalreporter.write_sep("-", "lab: rates over seeds")
+    for line in lines:
+        terminalreporter.write_line(line, bold=line.startswith("  changed"))
 
 
 def skip_unless_ci(reason: str) -> NoReturn:

@@ -15,9 +15,11 @@ import pytest
 from lab.cli.main import main
 from lab.judge.deviations import Condition, Deviation, Matcher, parse_declarations
 from lab.judge.seen_rates import SeenRate, latest_seen, parse_seen
-from lab.reporting.suite_rates import Baseline, Rate, RunRecord, Tally, flags, tally
+from lab.reporting.suite_rates import Baseline, Rate, RunRecord, Tally, flags, summary, tally
 from lab.reporting.suite_table import collect, page, rates_table
 from lab.targets.suite import SUITE_INDEX, append_index
+
+pytest_plugins = ("pytester",)
 
 DAY = dt.date(2026, 11, 26)
 
@@ -250,3 +252,40 @@ def test_a_page_compares_with_the_declarations_of_its_target(tmp_path: Path) -> 
         "**`J3-designated-primary-stalls` seen 5/5 (2026-11-26), 0/5 now: fixed upstream?**" in text
     )
     assert "**broken in 1/5, no earlier rate to compare**" in text
+
+
+def test_a_sessions_rates_are_summed_up_per_scenario() -> None:
+    records = [
+        RunRecord("master-failure", "qpid-broker-j", "process", s, v, gap_s=g)
+        for s, (v, g) in enumerate([("held", 4.0), ("held", 6.0), ("broken", 19.2)], start=1)
+    ]
+    records.append(RunRecord("quorum-loss", "qpid-broker-j", "process", 1, "held"))  # one run
+    declared = _deviation("J3", SeenRate("process", 5, 5, DAY))
+    lines = summary(records, lambda *_: [declared])
+    assert lines == [
+        "master-failure (qpid-broker-j, process): held 2/3 (21–94 %), deviation 0/3 (0–56 %), "
+        "broken 1/3 (6–79 %), unknown 0; gap median 6.0 s, max 19.2 s",
+        "  changed: `J3` seen 5/5 (2026-11-26), 0/3 now: fixed upstream?",
+        "  changed: broken in 1/3, no earlier rate to compare",
+    ]
+
+
+def test_a_pytest_session_over_seeds_ends_with_its_rates(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        "import json\n"
+        "def test_it(request, lab_seed):\n"
+        "    run = {'scenario': 'master-failure', 'target': 'broker_ref', 'backend': 'process',\n"
+        "           'mode': '', 'seed': lab_seed, 'deviation': None, 'gap_s': 1.0 * lab_seed,\n"
+        "           'verdict': 'held' if lab_seed < 3 else 'broken'}\n"
+        "    request.node.user_properties.append(('lab_run', json.dumps(run)))\n"
+    )
+    result = pytester.runpytest("--lab-seeds", "1,2,3")
+    result.stdout.fnmatch_lines(
+        [
+            "*lab: rates over seeds*",
+            "master-failure (broker_ref, process): held 2/3 (21–94 %), deviation 0/3 (0–56 %), "
+            "broken 1/3 (6–79 %), unknown 0; gap median 2.0 s, max 3.0 s",
+            "  changed: broken in 1/3, no earlier rate to compare",
+        ]
+    )
+    assert "rates over seeds" not in pytester.runpytest("--lab-seeds", "1").stdout.str()

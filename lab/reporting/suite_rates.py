@@ -5,6 +5,7 @@
     flags(tally, declared, before) → [str]  what changed: a declared deviation not seen any
                                             more, a rate unlike the one declared or
                                             published before, a held verdict now broken
+    summary(records, declared) → [str]      a session's rates, a line each (pytest's end)
     Baseline.read(path) / .write(path)      the rates of a page (its JSON twin), for the
                                             next page to compare with
 
@@ -24,7 +25,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,7 @@ from lab.judge.deviations import Deviation
 from lab.judge.seen_rates import latest_seen
 from spark_reports.wilson import wilson_interval
 
-__all__ = ["OUTCOMES", "Baseline", "Rate", "RunRecord", "Tally", "flags", "tally"]
+__all__ = ["OUTCOMES", "Baseline", "Rate", "RunRecord", "Tally", "flags", "summary", "tally"]
 
 OUTCOMES = ("held", "deviation", "broken", "unknown")
 BASELINE_VERSION = 1
@@ -269,3 +270,25 @@ def flags(now: Tally, declared: Sequence[Deviation], before: Baseline | None) ->
                 f"{is_.count}/{is_.runs} now: its rate changed"
             )
     return said
+
+
+def summary(
+    records: Iterable[RunRecord],
+    declared: Callable[[str, str, str, str], Sequence[Deviation]],
+) -> list[str]:
+    """A line per scenario, target and backend with more than one run: its rates and gap,
+    then what changed against the declared deviations' rates, indented."""
+    lines = []
+    for found in tally(records):
+        if found.runs < 2:
+            continue
+        gap = found.gap_median_s
+        shown = "" if gap is None else f"; gap median {gap:.1f} s, max {found.gap_max_s:.1f} s"
+        lines.append(
+            f"{found.scenario} ({found.target}, {found.backend}): held {found.rate('held')}, "
+            f"deviation {found.rate('deviation')}, broken {found.rate('broken')}, "
+            f"unknown {found.rate('unknown').count}{shown}"
+        )
+        said = flags(found, declared(found.target, found.scenario, found.backend, found.mode), None)
+        lines.extend(f"  changed: {line}" for line in said)
+    return lines

@@ -40,6 +40,7 @@ from lab.targets.catalog import make_target
 __all__ = [
     "DEVIATION_PROPERTY",
     "PUBLISHED_SEEDS",
+    "RUN_PROPERTY",
     "SUITE_INDEX",
     "SUITE_MACHINE",
     "append_index",
@@ -47,6 +48,7 @@ __all__ = [
     "prepare",
     "read_index",
     "refusal_check",
+    "run_property",
     "seeds_option",
     "write_deviations",
 ]
@@ -56,6 +58,7 @@ MAX_SEEDS = 1000
 SUITE_INDEX = "suite.jsonl"
 SUITE_MACHINE = "machine.json"  # beside the index: the machine the session ran on, its load
 DEVIATION_PROPERTY = "lab_deviation"  # a test's user property: its deviation's one line
+RUN_PROPERTY = "lab_run"  # a test's user property: its run's outcome (run_property)
 
 
 def seeds_option(raw: str | None, first: str | None, default: int) -> tuple[int, ...] | None:
@@ -120,6 +123,24 @@ def read_index(path: Path) -> list[dict[str, Any]]:
         if isinstance(entry, dict):
             found.append(entry)
     return found
+
+
+def run_property(folder: Path) -> str:
+    """What a session's rates need of a run, from its result.json (JSON): scenario, target,
+    backend, mode, seed, verdict, the deviation it reproduced and its longest gap."""
+    try:
+        result = json.loads((folder / "result.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        result = {}
+    deviation = result.get("deviation") or {}
+    return json.dumps(
+        {
+            **{k: result.get(k) for k in ("scenario", "target", "backend", "mode", "seed")},
+            "verdict": result.get("verdict", "unknown"),
+            "deviation": deviation.get("id") if result.get("verdict") == "deviation" else None,
+            "gap_s": (result.get("metrics") or {}).get("unavailable_longest_s"),
+        }
+    )
 
 
 def deviation_lines(reports: Iterable[Any]) -> list[tuple[str, bool]]:
