@@ -125,3 +125,24 @@ def test_service_resumed_at_its_edges() -> None:
         "election timeout, and half of it for each of 0 lower ranks) + election allowance 1 s "
         "(slow's, measured) + restart allowance 2 s (slow's, measured))"
     )
+
+
+def test_a_bound_from_a_restart_counts_the_restart_the_node_took_when_it_said_so() -> None:
+    """f1 killed n1 and restarted it at 9.0 s: a broker that logs it is ready (BRK-1004)
+    2.5 s later gets those 2.5 s, not its target's restart allowance; another node's line,
+    or one from before the restart, does not count."""
+    slow = TargetTraits("slow", restart_allowance_s=30.0)
+    gap = (Window(8.5, 15.0),)  # back 6 s after the restart
+    ready = _event(11.5, "broker.log", "n1", code="BRK-1004", text="Qpid Broker Ready")
+    facts = RunFacts.gather([*EVENTS, ready], _metrics(gap), slow)
+    assert ServiceResumed("f1:end", 3.0).unmet(facts) == (
+        "service resumed 6.00 s after f1:end, expected within 5.5 s (3 s + restart 2.5 s "
+        "(until n1's BRK-1004))"
+    )
+    assert ServiceResumed("f1:end", 3.5).unmet(facts) is None
+    elsewhere = [
+        _event(11.5, "broker.log", "n2", code="BRK-1004", text="Qpid Broker Ready"),
+        _event(8.0, "broker.log", "n1", code="BRK-1004", text="Qpid Broker Ready"),
+    ]
+    allowed = RunFacts.gather([*EVENTS, *elsewhere], _metrics(gap), slow)
+    assert ServiceResumed("f1:end", 3.0).unmet(allowed) is None  # 3 s + 30 s allowance

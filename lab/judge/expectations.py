@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Protocol
 
 from lab.ground.spec import RunSpec
-from lab.judge.bounds import Timings
+from lab.judge.bounds import Timing, Timings
 from lab.judge.facts import RunFacts
 from lab.judge.metrics import Window
 
@@ -240,7 +240,9 @@ class ServiceResumed:
         if gap is None:  # the next acknowledged send came within the threshold
             return None
         timings = facts.timings or Timings.of(RunSpec(scenario="", seed=0), facts.target)
-        bound = timings.bound(self.within_s, self.terms, facts.after_restart(self.after))
+        restarted = facts.after_restart(self.after)
+        seen = _ready_after(facts, self.after, m) if restarted else None
+        bound = timings.bound(self.within_s, self.terms, restarted, seen)
         expected = f"expected within {bound.seconds:g} s" + (
             f" ({bound.describe()})" if len(bound.parts) > 1 else ""
         )
@@ -257,6 +259,18 @@ class ServiceResumed:
             else f"{waited:.2f} s after it stopped, {gap.start_s - m:.2f} s after {self.after}"
         )
         return f"service resumed {when}{master}, {expected}"
+
+
+READY_CODE = "BRK-1004"  # Broker Ready (Broker-J's, and broker_ref's)
+
+
+def _ready_after(facts: RunFacts, moment: str, since_s: float) -> Timing | None:
+    """How long the node a restart started took to log that it was ready, if it did."""
+    node = facts.node(moment.partition(":")[0])
+    for line in facts.logs:
+        if line.code == READY_CODE and line.node == node and line.time_s >= since_s:
+            return Timing(round(line.time_s - since_s, 3), f"until {node}'s {READY_CODE}")
+    return None
 
 
 def _master_after(facts: RunFacts, since_s: float, moment: str) -> str:

@@ -78,7 +78,9 @@ class BrokerJTarget(RestManagement):
     """`qpid-broker-j`: Broker-J's own binary distribution, unmodified."""
 
     name = "qpid-broker-j"
-    ready_timeout_s = 120.0  # JVM start-up and the group's first election, on a busy machine
+    # JVM start-up and the group's first election: the founder alone, then the others; on a
+    # two-core machine at load 50 a JVM takes a minute or more to start.
+    ready_timeout_s = 300.0
     # Berkeley DB JE elects in 3-5 s after a master's loss where broker_ref takes about 1 s
     # (lab bench failover --target qpid-broker-j).
     restart_allowance_s = 15.0  # a JVM restarts in 8-17 s in a container on 2 cores
