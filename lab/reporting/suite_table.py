@@ -202,7 +202,7 @@ def _seeds(seeds: Sequence[int]) -> str:
 
 def _rate_row(scenario: str, column: str, counted: Tally, said: Sequence[str]) -> str:
     deviation = str(counted.rate("deviation"))
-    if len(counted.deviations) > 1 or (counted.deviations and counted.rate("deviation").count):
+    if counted.deviations:  # which declarations, when any was reproduced
         ids = ", ".join(f"`{i}` {n}" for i, n in sorted(counted.deviations.items()))
         deviation += f": {ids}"
     median, top = counted.gap_median_s, counted.gap_max_s
