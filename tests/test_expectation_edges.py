@@ -146,3 +146,21 @@ def test_a_bound_from_a_restart_counts_the_restart_the_node_took_when_it_said_so
     ]
     allowed = RunFacts.gather([*EVENTS, *elsewhere], _metrics(gap), slow)
     assert ServiceResumed("f1:end", 3.0).unmet(allowed) is None  # 3 s + 30 s allowance
+
+
+def test_a_load_that_ends_before_the_bound_cannot_show_the_service_missed_it() -> None:
+    """The load ends at 16.0 s, 7 s after f1:end: with a bound of 10 s the run cannot say
+    whether the service would have been back in time (the verdict is then unknown)."""
+    never = _facts((Window(8.0, 16.0),))
+    reason = ServiceResumed("f1:end", 10.0).unmet(never)
+    assert reason == (
+        "cannot be checked: the load ended 7.00 s after f1:end, before the service was due "
+        "back (expected within 10 s)"
+    )
+    verdict = Prediction(text="t", expect=(ServiceResumed("f1:end", 10.0),)).judge(
+        _check(), EVENTS, _metrics((Window(8.0, 16.0),))
+    )
+    assert verdict.outcome == "unknown"
+    assert ServiceResumed("f1:end", 6.0).unmet(never) == (
+        "service had not resumed 7.00 s after f1:end, expected within 6 s"
+    )

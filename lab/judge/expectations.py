@@ -11,8 +11,9 @@
     ServiceResumed(after, within_s, terms,   an acknowledged send within a bound of `after` (or
                    begins_within_s=0)        of a gap's beginning, that late after it): within_s
                                              plus the run's timeouts `terms` names
-                                             (lab.judge.bounds), plus the restart allowance
-                                             when `after` is a node's restart
+                                             (lab.judge.bounds), plus the restart when `after`
+                                             is a node's restart; a load that ended before the
+                                             bound cannot show it (unknown)
 
 Nodes and moments are references (lab.judge.facts): `n2`, `f1`, `master@f1`; `f1:start`.
 Service is read from the run's unavailability windows (gaps between acknowledged sends
@@ -249,6 +250,11 @@ class ServiceResumed:
         master = _master_after(facts, m, self.after)
         if gap.end_s >= metrics.load_end_s - 1e-3:
             waited = metrics.load_end_s - m
+            if waited < bound.seconds:  # the load ended first: the run cannot tell
+                return (
+                    f"{UNCHECKABLE} the load ended {waited:.2f} s after {self.after}{master}, "
+                    f"before the service was due back ({expected})"
+                )
             return f"service had not resumed {waited:.2f} s after {self.after}{master}, {expected}"
         waited = gap.end_s - max(m, gap.start_s)
         if waited <= bound.seconds:
