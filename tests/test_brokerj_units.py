@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import tarfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -276,3 +277,19 @@ def test_the_groups_timings_become_je_parameters_with_jes_floor() -> None:
     slow = je_timings(GroupSettings(election_timeout_s=4.0, rep_stream_timeout_s=1.5))
     assert slow["je.rep.replicaTimeout"] == "12000 ms"
     assert slow["je.rep.repStreamTimeout"] == "1500 ms"
+
+
+def test_the_node_alone_incidents_differ_only_in_coalescing_sync(tmp_path: Path) -> None:
+    """incidents/brokerj-node-alone-killed*.toml: the same run, local policy SYNC (the
+    coalescing committer) against NO_SYNC (what the lab gave 9.2.1 before)."""
+    from lab.run.incident import load_incident
+    from lab.targets.brokerj.config import sync_policies
+
+    root = Path(__file__).resolve().parent.parent / "incidents"
+    synced = load_incident(root / "brokerj-node-alone-killed.toml")
+    unsynced = load_incident(root / "brokerj-node-alone-killed-no-sync.toml")
+    assert synced.target == "qpid-broker-j" and synced.topology.nodes == 1
+    assert not synced.workload.consume_during_load  # every acknowledged message waits
+    assert replace(unsynced, durability=synced.durability) == synced
+    assert sync_policies(synced.durability)[0] == "SYNC"
+    assert sync_policies(unsynced.durability)[0] == "NO_SYNC"
