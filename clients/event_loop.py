@@ -115,11 +115,24 @@ def _exit_now() -> None:
     os._exit(0)
 
 
-def stderr_log(process: str) -> Callable[[str], None]:
-    """A diagnostic logger writing `process: message` lines to stderr."""
+def stderr_log(
+    process: str, on_failure: Callable[[OSError], None] | None = None
+) -> Callable[[str], None]:
+    """A diagnostic logger writing `process: message` lines to stderr (the runner's file
+    workers/<process>.log). A line it cannot write (a full disk) is dropped and the first
+    such failure goes to `on_failure`: the worker carries on, and the runner is told."""
+    failed = False
 
     def log(message: str) -> None:
-        print(f"{process}: {message}", file=sys.stderr, flush=True)
+        nonlocal failed
+        if failed:
+            return
+        try:
+            print(f"{process}: {message}", file=sys.stderr, flush=True)
+        except OSError as error:
+            failed = True
+            if on_failure is not None:
+                on_failure(error)
 
     return log
 

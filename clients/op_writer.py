@@ -1,5 +1,9 @@
 """A worker's stdout: one operation per line (docs/run-folder.md, history.jsonl, without `index`).
 
+Besides operations, one kind of note: `{"process", "log_failed": "stderr", "errno", "error"}`
+when the worker could not write its own log (a full disk). Only the runner writes the run
+folder's history, so this is how it learns that a worker's write into the folder failed.
+
 `RunnerGone` (stdout is closed) is the only exception a worker raises on purpose; a broker
 misbehaving is recorded as operations, never raised.
 """
@@ -11,7 +15,7 @@ from collections.abc import Callable
 from json.encoder import encode_basestring
 from typing import Literal, TextIO
 
-__all__ = ["LinkRole", "OpF", "OpType", "OpWriter", "RunnerGone", "split_lines"]
+__all__ = ["LinkRole", "OpF", "OpType", "OpWriter", "RunnerGone", "is_note", "split_lines"]
 
 OpType = Literal["invoke", "ok", "fail", "info"]
 OpF = Literal["send", "receive", "drain"]
@@ -33,7 +37,8 @@ class OpWriter:
         stream: TextIO,
         clock: Callable[[], int] = time.monotonic_ns,
     ) -> None:
-        self._head = ', "process": ' + encode_basestring(process) + ', "type": "'
+        self._process = encode_basestring(process)
+        self._head = ', "process": ' + self._process + ', "type": "'
         self._start = run_start_ns
         self._stream = stream
         self._clock = clock
@@ -67,11 +72,28 @@ class OpWriter:
             line += ', "redelivered": ' + ("true" if redelivered else "false")
         if error is not None:
             line += ', "error": ' + encode_basestring(error)
+        self._put(line + "}\n")
+
+    def log_failed(self, error: OSError) -> None:
+        """Tell the runner that this worker's log could not be written (`is_note`)."""
+        reason = encode_basestring(error.strerror or str(error))
+        code = str(error.errno or 0)
+        self._put(
+            f'{{"process": {self._process}, "log_failed": "stderr", "errno": {code}, '
+            f'"error": {reason}}}\n'
+        )
+
+    def _put(self, line: str) -> None:
         try:
-            self._stream.write(line + "}\n")
+            self._stream.write(line)
             self._stream.flush()
         except (BrokenPipeError, ValueError) as exc:
             raise RunnerGone(str(exc)) from exc
+
+
+def is_note(line: dict[str, object]) -> bool:
+    """Whether a line a worker printed is a note for the runner, not an operation."""
+    return "log_failed" in line
 
 
 def split_lines(buffer: bytes) -> tuple[list[str], bytes]:

@@ -286,7 +286,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     process = config.connection.process
     writer = OpWriter(process, config.connection.run_start_ns, sys.stdout)
     container = Container()
-    return run_worker(container, Producer(config, writer, container, stderr_log(process)))
+    log = stderr_log(process, writer.log_failed)
+    return run_worker(container, Producer(config, writer, container, log))
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from faults.cluster_faults import Promote, RestartCluster
 from faults.docker_faults import Disconnect, DiskFill
 from faults.fault import Fault
+from faults.host_faults import CLOCK_FAULTS, Netem
 from faults.membership_faults import AddNode, RemoveNode
 from faults.operator_faults import DesignatePrimary, QuorumOverride, SetPriority, TransferMaster
 from faults.partition_faults import Isolate, OneWayPartition, Partition
@@ -38,6 +39,8 @@ FAULTS: Mapping[str, Fault] = {
         TransferMaster(),
         Promote(),
         RestartCluster(),
+        *CLOCK_FAULTS,
+        Netem(),
     )
 }
 

@@ -11,7 +11,8 @@ dial each other directly, the Docker backend's packet filter in the node).
     one_way_partition  target: a label; params.sides "n1|n2,n3": what the first side sends
                        the second is blackholed, what the second sends the first flows
 
-A one-way partition needs a Toxiproxy proxy on every node→node link (`<a>_to_<b>` is a's
+On the hosts backend a one-way partition is a packet filter (OneWayFiltered); elsewhere it
+needs a Toxiproxy proxy on every node→node link (`<a>_to_<b>` is a's
 connection to b: its upstream carries a's bytes to b, its downstream b's bytes to a). For a
 on the first side and b on the second, a `timeout` toxic with timeout 0 (bytes dropped,
 the connection kept open) goes on `a_to_b`'s upstream and on `b_to_a`'s downstream. Toxiproxy
@@ -27,6 +28,8 @@ splits sharing a link should not overlap).
 """
 
 from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
 
 from faults.abilities import as_linked, as_proxied, as_roled
 from faults.selectors import split_sides
@@ -112,6 +115,25 @@ class Isolate:
         _set_links(cluster, self.kind, self._links(cluster, op), True)
 
 
+@runtime_checkable
+class OneWayFiltered(Protocol):
+    """A cluster that drops one direction between nodes with packet filters (the hosts
+    backend: what the senders send the receivers is dropped on both hosts; TCP then stalls
+    both ways, as behind a real one-way fault)."""
+
+    one_way_filters: bool
+
+    def set_one_way(
+        self, senders: tuple[str, ...], receivers: tuple[str, ...], enabled: bool
+    ) -> None: ...
+
+
+def _filtered(cluster: object) -> OneWayFiltered | None:
+    if isinstance(cluster, OneWayFiltered) and cluster.one_way_filters:
+        return cluster
+    return None
+
+
 class OneWayPartition:
     """Bytes from the first side to the second blackholed; the other direction flows."""
 
@@ -120,6 +142,9 @@ class OneWayPartition:
 
     def preflight(self, cluster: object, op: FaultOp) -> None:
         partition_sides(op)
+        if _filtered(cluster) is not None:
+            as_linked(cluster, self.kind).check_peer_links("cut")  # packet filters
+            return
         as_linked(cluster, self.kind).check_peer_links("slow")  # toxics need the proxies
 
     def _streams(self, cluster: object, op: FaultOp) -> tuple[tuple[str, str], ...]:
@@ -130,12 +155,20 @@ class OneWayPartition:
         return streams
 
     def apply(self, cluster: object, op: FaultOp) -> None:
+        filtered = _filtered(cluster)
+        if filtered is not None:
+            filtered.set_one_way(*partition_sides(op), enabled=False)
+            return
         streams = self._streams(cluster, op)
         client = as_proxied(cluster, self.kind).proxy_client()
         for link, stream in streams:
             client.add_toxic(link, f"{op.id}_{stream}", self.toxic_type, stream, {"timeout": 0})
 
     def heal(self, cluster: object, op: FaultOp) -> None:
+        filtered = _filtered(cluster)
+        if filtered is not None:
+            filtered.set_one_way(*partition_sides(op), enabled=True)
+            return
         streams = self._streams(cluster, op)
         client = as_proxied(cluster, self.kind).proxy_client()
         linked = as_linked(cluster, self.kind)

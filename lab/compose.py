@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lab.backends.catalog import make_cluster
 from lab.ground.errors import UsageError
@@ -21,23 +22,49 @@ from lab.targets.catalog import make_target
 from lab.targets.protocol import ServiceTimings, Target, traits_of
 from scenarios.catalog import scenario_named
 
-__all__ = ["parts_for"]
+if TYPE_CHECKING:
+    from lab.backends.ssh.hosts_file import Inventory
+
+__all__ = ["clock_mode", "parts_for", "read_hosts"]
+
+CLOCK_FAULTS = frozenset({"clock_jump", "clock_drift", "clock_strobe"})
 
 
-def parts_for(scenario: str, backend: str, target: str, mode: str | None = None) -> RunParts:
+def read_hosts(backend: str, hosts_file: Path | None) -> Inventory | None:
+    """The hosts file, read and checked whole, for the hosts backend (which needs one); a
+    hosts file for another backend is a UsageError."""
+    if hosts_file is None:
+        if backend == "ssh":
+            raise UsageError("--backend ssh needs a hosts file: --hosts FILE (see docs/hosts.md)")
+        return None
+    if backend != "ssh":
+        raise UsageError(f"--hosts is for --backend ssh, not {backend}")
+    from lab.backends.ssh.hosts_file import read_hosts_file
+
+    return read_hosts_file(hosts_file)
+
+
+def parts_for(
+    scenario: str,
+    backend: str,
+    target: str,
+    mode: str | None = None,
+    hosts_file: Path | None = None,
+) -> RunParts:
     """The parts of a run of `scenario` against `target` on `backend`, in `mode` (None: the
-    scenario's own HA design), checked."""
+    scenario's own HA design), checked; the hosts backend's hosts file read now."""
     if backend not in BACKENDS:
         raise UsageError(f"unknown backend {backend!r} (known: {', '.join(BACKENDS)})")
     chosen = scenario_named(scenario).in_mode(mode)
     refusal = chosen.refusal(backend)
     if refusal is not None:
         raise UsageError(refusal)
+    hosts = read_hosts(backend, hosts_file)
     node_target = make_target(target)
     traits = traits_of(node_target)
-    return RunParts(
-        chosen, traits, _cluster_factory(node_target), _timings_factory(node_target, traits)
-    )
+    factory = _cluster_factory(node_target, hosts)
+    timings = _timings_factory(node_target, traits)
+    return RunParts(chosen, traits, factory, hosts_file if hosts else None, timings)
 
 
 def _timings_factory(target: Target, traits: TargetTraits) -> Callable[[RunSpec], Timings]:
@@ -52,7 +79,17 @@ def _timings_factory(target: Target, traits: TargetTraits) -> Callable[[RunSpec]
     return timings
 
 
-def _cluster_factory(target: Target) -> ClusterFactory:
+def clock_mode(spec: RunSpec) -> str | None:
+    """How the hosts backend starts its nodes under libfaketime for this run: not at all
+    (no clock fault), or leaving their monotonic clock alone ("realtime") unless a clock fault
+    says `monotonic = true` ("monotonic")."""
+    clocks = [op for op in spec.schedule if op.action == "start" and op.fault in CLOCK_FAULTS]
+    if not clocks:
+        return None
+    return "monotonic" if any(op.params.get("monotonic") for op in clocks) else "realtime"
+
+
+def _cluster_factory(target: Target, hosts: Inventory | None = None) -> ClusterFactory:
     def make(spec: RunSpec, work_dir: Path, events: Events) -> Cluster:
         return make_cluster(
             spec.backend,
@@ -63,6 +100,8 @@ def _cluster_factory(target: Target) -> ClusterFactory:
             events=events,
             group=spec.group,
             disk_mb=target.data_disk_mb if _fills_a_disk(spec) else None,
+            hosts=hosts,
+            clock=clock_mode(spec) if spec.backend == "ssh" else None,
         )
 
     return make

@@ -82,7 +82,7 @@ def _campaign_setup(config: pytest.Config) -> dict[str, Any] | None:
     workers = config.getoption("numprocesses", None) or 1
     if not isinstance(workers, int):
         workers = os.cpu_count() or 1
-    shortest = min(estimate_s(c) for c in cells)
+    shortest = min(estimate_s(c, session.request.hosts_file) for c in cells)
     setup["cap"] = (int(float(setup["budget_s"]) // shortest) + 1) * max(1, workers)
     return setup
 
@@ -91,6 +91,7 @@ def _campaign_session(config: pytest.Config, setup: dict[str, Any]) -> CampaignS
     from lab.campaign.failures import FailureDB
     from lab.campaign.plan import CampaignRequest, Shard
     from lab.campaign.session import CampaignSession
+    from lab.pytest_hosts import hosts_file
 
     def names(option: str) -> tuple[str, ...]:
         return tuple(p.strip() for p in str(config.getoption(option)).split(",") if p.strip())
@@ -103,6 +104,7 @@ def _campaign_session(config: pytest.Config, setup: dict[str, Any]) -> CampaignS
         backends=names("--lab-campaign-backends"),
         modes=names("--lab-campaign-mode"),
         shard=Shard.parse(str(config.getoption("--lab-campaign-shard"))),
+        hosts_file=hosts_file(config),
     )
     return CampaignSession(
         request,

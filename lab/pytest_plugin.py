@@ -1,6 +1,6 @@
 """The lab's pytest plugin: run scenarios as tests.
 
-Options: `--backend process`, `--lab-target broker_ref|qpid-broker-j` and `--lab-mode`
+Options: `--backend` (process, docker, ssh with `--lab-hosts`), `--lab-target` and `--lab-mode`
 (default: each scenario's own HA design) choose what scenario tests run on; a scenario the
 target, backend or mode cannot run is skipped with the CLI's one-line reason. `--lab-seed N`:
 one seed for every scenario test (default: each one's pinned seed). `--lab-seeds 5` runs
@@ -35,7 +35,8 @@ from lab.ground.spec import BACKENDS, TARGETS, parse_seed
 
 __all__ = ["DEFAULT_SEED"]
 
-pytest_plugins = ("lab.pytest_campaign",)  # a campaign as a pytest session
+# --lab-hosts FILE|rig; a campaign as a pytest session
+pytest_plugins = ("lab.pytest_hosts", "lab.pytest_campaign")
 
 DEFAULT_SEED = 20261121
 
@@ -166,7 +167,10 @@ def lab_run(
             scenario=name, target=node, backend=chosen, mode=mode or lab_mode or "", seed=seed
         )
         try:
-            parts = parts_for(name, chosen, node, mode or lab_mode)
+            from lab.pytest_hosts import hosts_file
+
+            hosts = hosts_file(request.config) if chosen == "ssh" else None
+            parts = parts_for(name, chosen, node, mode or lab_mode, hosts)
             spec = parts.scenario.spec(
                 seed, backend=chosen, target=parts.target, durability=durability
             )

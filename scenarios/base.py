@@ -37,7 +37,7 @@ class Scenario:
     # When the prediction depends on the run's settings (e.g. the durability triplet).
     predict: Callable[[RunSpec], Prediction] | None = None
     # The backends whose clusters can apply every fault of the schedule.
-    backends: tuple[str, ...] = ("process", "docker")
+    backends: tuple[str, ...] = ("process", "docker", "ssh")
     # The same situation in the other HA design (an active-passive cluster's twin of a
     # replicated group's scenario), run with `--mode`.
     twin: Scenario | None = None
@@ -146,7 +146,7 @@ def fault_window(
     start_s: float,
     duration_s: float,
     fault_id: str,
-    **params: int | float | str,
+    **params: int | float | str | bool,
 ) -> tuple[FaultOp, FaultOp]:
     """A fault applied at `start_s` and healed `duration_s` later."""
     return (

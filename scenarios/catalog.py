@@ -21,6 +21,7 @@ from scenarios.base import Scenario
 from scenarios.disk_full import DISK_FULL
 from scenarios.durability_matrix import DURABILITY_MATRIX
 from scenarios.group_membership import GROW_GROUP, REMOVE_REPLICA
+from scenarios.host_faults import CLOCK_DRIFT, CLOCK_JUMP, CLOCK_STROBE, LOSSY_NETWORK
 from scenarios.incident import INCIDENT
 from scenarios.node_operations import ROLLING_RESTART
 from scenarios.random_faults import RANDOM
@@ -75,6 +76,10 @@ SCENARIOS: Mapping[str, Scenario] = {
         REPLICATE_NONE,
         HUNG_PRIMARY,
         INCIDENT,
+        CLOCK_JUMP,
+        CLOCK_DRIFT,
+        CLOCK_STROBE,
+        LOSSY_NETWORK,
     )
 }
 

@@ -42,7 +42,7 @@ __all__ = [
 ]
 
 Effect = Literal["out", "operator", "light"]
-Params = Mapping[str, int | float | str]
+Params = Mapping[str, int | float | str | bool]
 
 MANAGER = "manager"  # an active-passive cluster's cluster manager, as a fault target
 VIP = "client_vip"  # an active-passive cluster's virtual address: the clients' only link
@@ -76,7 +76,9 @@ class Kind:
     name: str
     weight: int
     draw: Callable[[RunSpec, random.Random, bool], Draw]  # (spec, rng, selectors)
-    needs: Literal["", "proxied_peer_links", "cut_peer_links", "jvm"] = ""
+    needs: Literal[
+        "", "proxied_peer_links", "cut_peer_links", "one_way", "jvm", "hosts", "hosts_jvm"
+    ] = ""
 
 
 def _ms(rng: random.Random, low: int, high: int) -> int:
@@ -188,6 +190,35 @@ def _client(fault: str) -> Callable[[RunSpec, random.Random, bool], Draw]:
     return draw
 
 
+def _netem(spec: RunSpec, rng: random.Random, selectors: bool) -> Draw:
+    """Loss, duplication or both on one node's interface (it may fall out of the majority)."""
+    target = _node(spec, rng, selectors)
+    params: Params = {"loss_pct": _ms(rng, 0, 30), "duplicate_pct": _ms(rng, 0, 20)}
+    if not any(params.values()):
+        params = {"loss_pct": _ms(rng, 1, 30)}
+    return Draw("netem", target, "out", params, () if "@" in target else (target,))
+
+
+def _clock(fault: str) -> Callable[[RunSpec, random.Random, bool], Draw]:
+    """One node's clock jumps, drifts or strobes (its monotonic clock with it): the node may
+    time out its peers, or they it."""
+
+    def draw(spec: RunSpec, rng: random.Random, selectors: bool) -> Draw:
+        target = _node(spec, rng, selectors)
+        sign = rng.choice((-1, 1))
+        params: Params
+        if fault == "clock_jump":
+            params = {"offset_s": sign * _ms(rng, 5, 300), "monotonic": True}
+        elif fault == "clock_drift":
+            rate = round(rng.uniform(1.05, 2.0) if sign > 0 else rng.uniform(0.5, 0.95), 3)
+            params = {"rate": rate, "monotonic": True}
+        else:
+            params = {"delta_s": sign * _ms(rng, 5, 60), "period_s": 1, "monotonic": True}
+        return Draw(fault, target, "out", params, () if "@" in target else (target,))
+
+    return draw
+
+
 def _full_gc(spec: RunSpec, rng: random.Random, selectors: bool) -> Draw:
     return Draw("full_gc", rng.choice((*spec.topology.node_names, "@master")), "light")
 
@@ -218,9 +249,14 @@ GROUP_OUT: tuple[Kind, ...] = (
     Kind("pause", 2, _process("pause")),
     Kind("partition", 2, _partition, "cut_peer_links"),
     Kind("isolate", 2, _isolate, "cut_peer_links"),
-    Kind("one_way_partition", 3, _one_way, "proxied_peer_links"),
+    Kind("one_way_partition", 3, _one_way, "one_way"),
     Kind("node bandwidth", 1, _broken_link("bandwidth"), "proxied_peer_links"),
     Kind("node reset_peer", 1, _broken_link("reset_peer"), "proxied_peer_links"),
+    # Hosts only (--backend ssh), last: drawn nowhere else, so no other backend's draws move.
+    Kind("netem", 2, _netem, "hosts"),
+    Kind("clock_jump", 1, _clock("clock_jump"), "hosts_jvm"),
+    Kind("clock_drift", 1, _clock("clock_drift"), "hosts_jvm"),
+    Kind("clock_strobe", 1, _clock("clock_strobe"), "hosts_jvm"),
 )
 GROUP_OPERATOR = Kind("transfer_master", 1, _transfer)
 GROUP_LIGHT: tuple[Kind, ...] = (
@@ -255,13 +291,24 @@ def available(spec: RunSpec, kinds: tuple[Kind, ...]) -> tuple[Kind, ...]:
     one-way partitions work. A JVM target's nodes (Broker-J) reach each other at the
     addresses they advertise: no proxy, so node links are cut only by the Docker backend's
     packet filter, and only a JVM has a garbage collector to run.
+
+    On hosts (--backend ssh) every node link goes straight between the machines: cuts,
+    partitions and one-way partitions are packet filters, no toxic reaches a node link; netem
+    is drawn (its loss and duplication: what every host can make, by netem or by packet
+    filter), and clock faults for a JVM target, with its monotonic clock moved too: the only
+    way Debian 12's libfaketime (0.9.10) runs a JVM, and a Python node's timed waits hang
+    under it whichever way (lab.backends.ssh.facts).
     """
     jvm = spec.target != "broker_ref"
+    hosts = spec.backend == "ssh"  # node links straight between machines, cut by filters
     have = {
         "": True,
-        "proxied_peer_links": not jvm,
-        "cut_peer_links": not jvm or spec.backend == "docker",
+        "proxied_peer_links": not jvm and not hosts,
+        "cut_peer_links": not jvm or spec.backend == "docker" or hosts,
+        "one_way": not jvm or hosts,
         "jvm": jvm,
+        "hosts": hosts,
+        "hosts_jvm": hosts and jvm,
     }
     return tuple(k for k in kinds if have[k.needs])
 

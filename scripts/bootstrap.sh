@@ -5,6 +5,7 @@
 #   scripts/bootstrap.sh            what `lab run` needs on local processes (the first run)
 #   scripts/bootstrap.sh --reports  also PySpark, DuckDB and matplotlib (`lab report`, campaigns' reports)
 #   scripts/bootstrap.sh --docker   also the Docker SDK and testcontainers (`--backend docker`)
+#   scripts/bootstrap.sh --hosts    also AsyncSSH (`--backend ssh`)
 #   scripts/bootstrap.sh --tests    everything: the above, and pytest and the lab's dev tools
 #
 # Run it as often as you like; a second run only checks. A set of packages installed once stays
@@ -24,9 +25,10 @@ for arg in "$@"; do
   case "$arg" in
     --reports) extras+=(reports) ;;
     --docker) extras+=(docker) ;;
+    --hosts) extras+=(hosts) ;;
     --tests|--all) extras+=(dev) ;;
     -h|--help) sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) die "unknown option ${arg} (options: --reports, --docker, --tests)" ;;
+    *) die "unknown option ${arg} (options: --reports, --docker, --hosts, --tests)" ;;
   esac
 done
 

@@ -5,11 +5,18 @@ A run counts by what its result.json says. The verdict is kept as it is written 
 `broken`, `unknown`, or any outcome a later lab writes): the view never guesses one. A run
 without a usable result.json, or whose result.json has an `error`, has a `problem` and never
 counts as a run; one whose verdict is `interrupted` is counted as interrupted, not as a
-verdict. A run that replays another (`replay` in result.json) is counted apart: its seed was
-chosen because it failed before, so it would bias the held rate.
+verdict. A run that replays another (`replay` in result.json, or a replay in its campaign's
+campaign.json) is counted apart: its seed was chosen because it failed before, so it would
+bias the held rate.
 
 The night of a run is the UTC day its campaign started (`started` in campaign.json, found
-beside the campaign's `runs/` folder), else the day in the run folder's name.
+beside the campaign's `runs/` folder), else the day in the run folder's name. What the
+campaign's failure database said of a failing run (`campaign_facts`) is kept as `known`:
+
+    new       the failure database had no record of its failure (its spec) before this run
+    recorded  the failure database knew it already (the same spec failed before)
+    replay    the run replayed a recorded failure (its seed failed before)
+    null      the run is not in a campaign (or its campaign did not record it)
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,17 +33,18 @@ from pyspark.sql.types import (
     ArrayType,
     BooleanType,
     DoubleType,
+    LongType,
     StringType,
     StructField,
     StructType,
 )
 
+from spark_reports.campaign_facts import CampaignRecord, Campaigns
 from spark_reports.run_folders import list_run_folders
 
 __all__ = [
     "CAMPAIGN_RUNS",
     "CampaignRun",
-    "Campaigns",
     "campaign_runs",
     "campaign_runs_frame",
     "read_campaign_run",
@@ -66,6 +74,10 @@ CAMPAIGN_RUNS = _fields(
     ("replay", BooleanType()),
     ("violations", ArrayType(StringType())),
     ("failover_s", ArrayType(DoubleType())),
+    ("seed", LongType()),
+    ("reproduce", StringType()),
+    ("failure", StringType()),
+    ("known", StringType()),
 )
 
 
@@ -87,6 +99,10 @@ class CampaignRun:
     replay: bool = False
     violations: tuple[str, ...] = ()
     failover_s: tuple[float | None, ...] = ()
+    seed: int | None = None
+    reproduce: str | None = None
+    failure: str | None = None
+    known: str | None = None
 
     def as_row(self) -> tuple[Any, ...]:
         return (
@@ -104,39 +120,11 @@ class CampaignRun:
             self.replay,
             list(self.violations),
             list(self.failover_s),
+            self.seed,
+            self.reproduce,
+            self.failure,
+            self.known,
         )
-
-
-@dataclass
-class Campaigns:
-    """Which campaign folder a run folder sits in, and the UTC day it started (cached)."""
-
-    _known: dict[Path, tuple[str, str | None] | None] = field(default_factory=dict)
-
-    def _campaign(self, folder: Path) -> tuple[str, str | None] | None:
-        if folder not in self._known:
-            self._known[folder] = None
-            path = folder / "campaign.json"
-            if path.is_file():
-                started = None
-                try:
-                    raw = json.loads(path.read_text(encoding="utf-8"))
-                    match = _STARTED.match(str(raw.get("started", "")))
-                    started = match[1] if match else None
-                except (OSError, ValueError, AttributeError):
-                    pass
-                self._known[folder] = (folder.name, started)
-        return self._known[folder]
-
-    def of(self, run_folder: Path) -> tuple[str, str | None] | None:
-        """(campaign name, day it started) for `<campaign>/runs/<scenario>/<run>` (or
-        `<campaign>/<scenario>/<run>`); None for a run outside a campaign."""
-        scenario_dir = run_folder.parent
-        for candidate in (scenario_dir.parent.parent, scenario_dir.parent):
-            found = self._campaign(candidate)
-            if found is not None:
-                return found
-        return None
 
 
 def _json_object(path: Path) -> Mapping[str, Any]:
@@ -214,8 +202,14 @@ def read_campaign_run(folder: Path, campaigns: Campaigns | None = None) -> Campa
 
     stamp = _STAMP.match(folder.name)
     night = f"{stamp[1]}-{stamp[2]}-{stamp[3]}" if stamp else None
-    campaign = (campaigns or Campaigns()).of(folder)
+    found = (campaigns or Campaigns()).of(folder)
+    facts, record = found if found is not None else (None, None)
+    started = _STARTED.match(facts.started or "") if facts is not None else None
     mode = _text((result or {}).get("mode")) or _text(spec_mode)
+    outcome = _outcome(result, missing)
+    if record is not None and record.kind == "replay" and "outcome" in outcome:
+        outcome["replay"] = True  # a campaign replays a failure as `lab run --spec`
+    seed = (result or {}).get("seed", spec.get("seed"))
     return CampaignRun(
         run_id=f"{folder.parent.name}/{folder.name}",
         folder=str(folder),
@@ -223,10 +217,25 @@ def read_campaign_run(folder: Path, campaigns: Campaigns | None = None) -> Campa
         target=named("target"),
         backend=named("backend"),
         mode=mode or (_DEFAULT_MODE if spec or result else None),
-        night=(campaign[1] if campaign else None) or night,
-        campaign=campaign[0] if campaign else None,
-        **_outcome(result, missing),
+        night=(started[1] if started else None) or night,
+        campaign=None if facts is None else facts.name,
+        seed=seed if type(seed) is int and 0 <= seed < 2**63 else None,
+        reproduce=_text((result or {}).get("reproduce")),
+        failure=None if record is None else record.failure,
+        known=_known(record, outcome),
+        **outcome,
     )
+
+
+def _known(record: CampaignRecord | None, outcome: dict[str, Any]) -> str | None:
+    """What the campaign's failure database said of a run that did not hold (`known`)."""
+    if record is None or outcome.get("outcome") in (None, "held"):
+        return None
+    if record.kind == "replay":
+        return "replay"
+    if record.failure is None:
+        return None
+    return "new" if record.new_failure else "recorded"
 
 
 def campaign_runs(runs_dirs: Iterable[Path]) -> list[CampaignRun]:

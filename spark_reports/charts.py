@@ -24,6 +24,8 @@ __all__ = [
     "bar_figure",
     "figure_kind",
     "in_words",
+    "interval_chart",
+    "interval_figure",
     "line_chart",
     "line_figure",
 ]
@@ -206,3 +208,36 @@ def line_figure(
     if kind == "number":
         return in_words(title, x_labels, series, y_label)
     return line_chart(title, x_labels, series, y_label, log_y=log_y, bands=bands, y_range=y_range)
+
+
+Interval = tuple[str, float, float, float]
+"""A label, a value and the low and high bound of its interval."""
+
+
+def interval_chart(title: str, rows: Sequence[Interval], x_label: str) -> bytes:
+    """One row per label: the value as a dot and its interval as a bar (a forest plot), the
+    first row at the top, on 0–100."""
+    figure = _Figure(figsize=(8.0, 0.9 + 0.42 * len(rows)))
+    axes = figure.add_subplot()
+    ys = list(range(len(rows)))[::-1]
+    for y, (_, value, low, high) in zip(ys, rows, strict=True):
+        axes.plot([low, high], [y, y], color="#1f77b4", linewidth=2.5, alpha=0.6)
+        axes.plot([value], [y], "o", color="#1f77b4")
+    axes.set_yticks(ys, [label.replace(" - ", "\n") for label, *_ in rows], fontsize="small")
+    axes.set_xlim(0.0, 101.0)
+    axes.set_ylim(-0.6, len(rows) - 0.4)
+    axes.set_title(title)
+    axes.set_xlabel(x_label)
+    axes.grid(True, axis="x", alpha=0.3)
+    return _png(figure)
+
+
+def interval_figure(title: str, rows: Sequence[Interval], x_label: str, *, empty: str) -> Plot:
+    """`interval_chart` when there are two rows or more to compare; one row in words;
+    `empty` without any."""
+    if not rows:
+        return empty
+    if len(rows) == 1:
+        label, value, low, high = rows[0]
+        return f"{title}: {_number(value)} {x_label} ({label}; {_number(low)}–{_number(high)})."
+    return interval_chart(title, rows, x_label)

@@ -2,16 +2,18 @@
 environment so that later sessions map them instead of loading, verifying and linking them
 again (the JVM's class data sharing). On two cores it takes 2–3 s off every report.
 
-    python -m lab.bench.report_classes    make it if missing (scripts/bootstrap.sh does)
+Nothing makes it ahead of time: the first report of an environment runs without it, its
+driver's JVM recording the classes it loads (`plan_recording`), dumped when that JVM exits
+at the end of the report (`session.finish_driver`); every later report maps it.
 
 The archive lives in the virtual environment whose pyspark jars it was recorded from,
 `<venv>/share/lab-spark-classes/<key>.jsa` (gone with the environment), the key naming the
 JVM and those jars (path, size, time of each): the JVM maps an archive only with the very
-jars it was recorded with, and silently ignores it otherwise. It is made by a training
-session that runs a small report job (compaction and the report over a few synthesized runs)
-with the JVM recording the classes it loads, dumped when that JVM exits. A torn archive
-would crash the JVM that maps it, so it is recorded under a temporary name and renamed only
-after the JVM exited cleanly; archives under another key are removed then.
+jars it was recorded with, and silently ignores it otherwise, so a new JVM or new jars mean
+a new key, and the next report records again. A torn archive would crash the JVM that maps
+it, so a recording goes to `<key>.<pid>.partial` and is renamed into place only after its
+JVM exited cleanly (`publish`); archives under another key are removed then, and so are the
+partial recordings of processes that are gone (a report killed before its JVM exited).
 """
 
 from __future__ import annotations
@@ -22,13 +24,23 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Train", "archive_path", "ensure_archive", "java_options", "publish", "recorded"]
+from lab.ground.children import process_alive
 
-Say = Callable[[str], None]
-Train = Callable[[Path], "int | None"]
+__all__ = [
+    "Recording",
+    "archive_folder",
+    "archive_path",
+    "java_options",
+    "mapped_by",
+    "plan_recording",
+    "publish",
+    "recorded",
+    "remove_stale",
+]
+
 _QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
 _STALE_PARTIAL_S = 3600.0
 
@@ -76,19 +88,54 @@ def java_options() -> str:
 
 
 def recorded(partial: Path) -> str:
-    """The driver's options of a training session: record its classes into `partial`."""
+    """The driver's options that record its classes into `partial` when its JVM exits."""
     return f"-XX:ArchiveClassesAtExit={partial} {_QUIET}"
 
 
-def _remove_stale(folder: Path) -> None:
-    """Partial archives of builds that were killed (older than an hour)."""
+@dataclass(frozen=True)
+class Recording:
+    """A driver JVM recording its classes into `partial`, to become `final` once it exited
+    cleanly."""
+
+    partial: Path
+    final: Path
+
+
+def _owner(partial: Path) -> int | None:
+    """The pid in `<key>.<pid>.partial` (the process that started the recording JVM)."""
+    number = partial.name.removesuffix(".partial").rpartition(".")[2]
+    return int(number) if number.isdigit() else None
+
+
+def remove_stale(folder: Path) -> None:
+    """Partial recordings left by processes that are gone (killed before their JVM exited),
+    and any older than an hour (a pid reused since)."""
     now = time.time()
     for partial in folder.glob("*.partial"):
+        owner = _owner(partial)
         try:
-            if now - partial.stat().st_mtime > _STALE_PARTIAL_S:
+            old = now - partial.stat().st_mtime > _STALE_PARTIAL_S
+            if old or owner is None or (owner != os.getpid() and not process_alive(owner)):
                 partial.unlink()
         except OSError:
             continue
+
+
+def plan_recording() -> Recording | None:
+    """A recording for a driver about to start, when there is a JVM and no archive for it
+    yet, and no other live process is recording one (None otherwise: the driver maps the
+    archive, runs without it while another records it, or there is no JVM to record). The
+    partial file is made at once, empty, so that others see the recording."""
+    final = archive_path()
+    if final is None or final.is_file():
+        return None
+    final.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale(final.parent)
+    if any(final.parent.glob(f"{final.stem}.*.partial")):
+        return None
+    partial = final.with_name(f"{final.stem}.{os.getpid()}.partial")
+    partial.touch()
+    return Recording(partial, final)
 
 
 def publish(partial: Path, final: Path, exit_status: int | None) -> bool:
@@ -105,25 +152,11 @@ def publish(partial: Path, final: Path, exit_status: int | None) -> bool:
     return False
 
 
-def ensure_archive(train: Train, say: Say) -> Path | None:
-    """Make the archive if it is missing (about a minute on two cores), `train` running the
-    training session with its JVM recording into the file it is given; the archive's path."""
-    final = archive_path()
-    if final is None:
-        say("report classes: no JVM (java) found; skipped")
-        return None
-    if final.is_file():
-        return final
-    final.parent.mkdir(parents=True, exist_ok=True)
-    _remove_stale(final.parent)
-    partial = final.with_name(f"{final.stem}.{os.getpid()}.partial")
-    say(f"report classes: recording the report JVM's classes into {final} (once, about a minute)")
-    status = None
+def mapped_by(pid: int, path: Path) -> bool:
+    """Whether process `pid` has `path` mapped (Linux's /proc/PID/maps): what the JVM did,
+    not what it was asked to do (it ignores an archive it cannot use)."""
     try:
-        status = train(partial)
-    finally:
-        published = publish(partial, final, status)
-    if not published:
-        say(f"report classes: the recording JVM exited with {status}; no archive (reports run)")
-        return None
-    return final
+        maps = Path(f"/proc/{pid}/maps").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return str(path) in maps

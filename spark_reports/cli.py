@@ -1,7 +1,10 @@
-"""`lab report RUNS_DIR… --out DIR [--master URL] [--compact STORE] [--p99-factor F]`.
+"""`lab report RUNS_DIR… --out DIR [--master URL] [--compact STORE] [--p99-factor F]
+[--previous REPORT_DIR]`.
 
-The lead's `lab` command wires `add_arguments` into its `report` sub-command and calls
-`run_report`; progress goes through `say`, one line per stage.
+The `lab` command wires `add_arguments` into its `report` sub-command and calls
+`run_report`; progress goes through `say`, one line per stage. Every argument is checked
+before Spark starts. The first report of an environment records the driver JVM's class
+archive as it ends (`session.finish_driver`), so that later reports start sooner.
 """
 
 from __future__ import annotations
@@ -49,6 +52,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="day",
         help="trend periods: UTC days or lab git revisions (default day)",
     )
+    parser.add_argument(
+        "--previous",
+        type=Path,
+        metavar="REPORT_DIR",
+        help="a report made before (last night's): the summary names the violation kinds, "
+        "by cell, that it did not show",
+    )
 
 
 def run_report(args: argparse.Namespace, say: Callable[[str], None]) -> int:
@@ -63,7 +73,11 @@ def run_report(args: argparse.Namespace, say: Callable[[str], None]) -> int:
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out} exists and is not a directory")
+    from spark_reports.page_data import read_previous
+
+    previous = None if args.previous is None else read_previous(Path(args.previous))
     from spark_reports.jobs import ReportOptions, run_report_job
+    from spark_reports.session import describe, finish_driver, start_driver
 
     options = ReportOptions(
         runs_dirs=runs_dirs,
@@ -72,11 +86,16 @@ def run_report(args: argparse.Namespace, say: Callable[[str], None]) -> int:
         store=None if args.compact is None else Path(args.compact),
         p99_factor=factor,
         trend_by=args.trend_by,
+        previous=previous,
     )
-    page = run_report_job(options, say)
-    from spark_reports.campaign_job import add_campaign_view
-    from spark_reports.session import spark_session
-
-    add_campaign_view(spark_session(options.master), runs_dirs, out, say)
-    say(f"report: {page}")
+    say(f"spark: starting ({options.master})")
+    driver = start_driver(options.master)
+    say(describe(driver))
+    try:
+        page = run_report_job(options, say, driver.spark)
+        say(f"report: {page}")
+    finally:
+        if driver.recording is not None:
+            say("spark: recording the class archive for the next reports (once per environment)")
+        finish_driver(driver, say)
     return 0

@@ -2,11 +2,14 @@
 
 extract_inputs   run folders (+ the compacted store) → labelled runs, latency histograms
 report_frames    pure: runs + latency histogram → reliability, performance, trend frames
-run_report_job   the whole job into `--out`: CSV + Parquet per table, report.html
+run_report_job   the whole job into `--out`: CSV + Parquet per table (the campaign part's
+                 too, `campaign_job`), report.html (`report_page`) and report.json
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +18,12 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from spark_reports.campaign_job import (
+    campaign_frames,
+    collect_campaign,
+    extract_campaign,
+    previous_frame,
+)
 from spark_reports.compaction import compact
 from spark_reports.extract import (
     runs_frame,
@@ -29,6 +38,13 @@ from spark_reports.labels import with_labels
 from spark_reports.latency import latency_histogram, message_latencies
 from spark_reports.manifest import Commits, commits, read_manifest, split_seen
 from spark_reports.outputs import collect_table, write_table
+from spark_reports.page_data import (
+    REPORT_FACTS,
+    PageData,
+    PreviousReport,
+    ReportFacts,
+    report_facts_json,
+)
 from spark_reports.performance import change_vs_baseline, performance_pivot, performance_table
 from spark_reports.reliability import broken_runs, reliability_table, unreadable_runs
 from spark_reports.report_page import report_html
@@ -58,6 +74,7 @@ class ReportOptions:
     store: Path | None = None
     p99_factor: float = 1.5
     trend_by: TrendBy = "day"
+    previous: PreviousReport | None = None
 
 
 @dataclass(frozen=True)
@@ -208,33 +225,46 @@ def _configs_in_order(performance: pa.Table) -> list[str]:
     return [config for _, config in sorted(pairs, key=lambda p: (p[0] or 0, p[1] or ""))]
 
 
-def run_report_job(options: ReportOptions, say: Say) -> Path:
+def run_report_job(options: ReportOptions, say: Say, spark: SparkSession | None = None) -> Path:
     """The whole report into `options.out`; returns the HTML page's path."""
-    say(f"spark: starting ({options.master})")
-    spark = spark_session(options.master)
+    if spark is None:
+        say(f"spark: starting ({options.master})")
+        spark = spark_session(options.master)
     if options.store is not None:
         compact(options.runs_dirs, options.store, spark=spark, say=say)
     inputs = extract_inputs(spark, options.runs_dirs, options.store, say)
+    campaign = extract_campaign(spark, options.runs_dirs, say)
     runs = inputs.runs.cache()
     say("transform: latencies from histories")
     histogram = inputs.histogram.cache()
     frames = report_frames(
         runs, histogram, trend_by=options.trend_by, p99_factor=options.p99_factor
     )
-    tables = collect_frames(frames, say)
+    tables = collect_frames(frames, say).tables
     histogram.unpersist()
     runs.unpersist()
+    previous = options.previous
+    before = None if previous is None else previous_frame(spark, previous.failing)
+    tables.update(collect_campaign(campaign_frames(campaign.runs, before), say))
     options.out.mkdir(parents=True, exist_ok=True)
-    for name, table in tables.tables.items():
+    for name, table in tables.items():
         write_table(table, options.out, name)
-    say(f"load: {len(tables.tables)} tables as CSV and Parquet in {options.out}")
-    page = options.out / "report.html"
-    directories = ", ".join(str(d) for d in options.runs_dirs)
-    summary = (
-        f"runs from {directories}: {inputs.from_folders} read from their folders, "
-        f"{inputs.from_store} from the store",
-        f"trend by {options.trend_by}; a p99 regression is growth over {options.p99_factor:g}×",
+    say(f"load: {len(tables)} tables as CSV and Parquet in {options.out}")
+    facts = ReportFacts(
+        runs_dirs=tuple(str(d) for d in options.runs_dirs),
+        made=dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        from_folders=inputs.from_folders,
+        from_store=inputs.from_store,
+        trend_by=options.trend_by,
+        p99_factor=options.p99_factor,
+        campaigns=campaign.campaigns,
+        outside=campaign.outside,
+        previous=previous,
     )
-    page.write_text(report_html(tables.tables, summary), encoding="utf-8")
+    page = options.out / "report.html"
+    page.write_text(report_html(PageData(tables, facts)), encoding="utf-8")
+    (options.out / REPORT_FACTS).write_text(
+        json.dumps(report_facts_json(facts, tables), indent=2) + "\n", encoding="utf-8"
+    )
     say(f"load: {page}")
     return page

@@ -1,19 +1,42 @@
-"""The Spark session the jobs run in: quiet, no UI, nothing bound beyond 127.0.0.1."""
+"""The Spark session the jobs run in: quiet, no UI, nothing bound beyond 127.0.0.1.
+
+driver = start_driver(master)     the session, its JVM mapping the class archive, or
+                                  recording it when this environment has none yet
+finish_driver(driver, say)        the end of a report: a recording JVM is ended and its
+                                  archive put in place (`class_archive`)
+"""
 
 from __future__ import annotations
 
 import hashlib
 import os
+import subprocess
 import sys
 import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from pyspark.sql import SparkSession
 
-from spark_reports.class_archive import java_options, recorded
+from spark_reports.class_archive import (
+    Recording,
+    archive_path,
+    java_options,
+    mapped_by,
+    plan_recording,
+    publish,
+    recorded,
+)
 from spark_reports.defaults import DEFAULT_MASTER
 
-__all__ = ["DEFAULT_MASTER", "spark_session"]
+__all__ = ["DEFAULT_MASTER", "Driver", "describe", "finish_driver", "spark_session", "start_driver"]
+
+Say = Callable[[str], None]
+ClassUse = Literal["mapped", "recording", "without", "shared"]
+_EXIT_WAIT_S = 600.0
 
 
 _LOG_CONFIG = """\
@@ -92,3 +115,89 @@ def spark_session(
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def _gateway_process() -> subprocess.Popen[bytes] | None:
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    process = None if gateway is None else getattr(gateway, "proc", None)
+    return process if isinstance(process, subprocess.Popen) else None
+
+
+@dataclass(frozen=True)
+class Driver:
+    """A report's session and what its JVM does with the class archive: `mapped` it,
+    `recording` it (none yet), runs `without` it (no JVM found to key it, or the JVM did not
+    map it), or `shared`: the session was running before (a test session), left as it is."""
+
+    spark: SparkSession
+    classes: ClassUse
+    recording: Recording | None
+    started_s: float
+
+
+def start_driver(master: str = DEFAULT_MASTER, *, app_name: str = "lab-report") -> Driver:
+    """The session for a report. When this call starts the JVM and the environment has no
+    class archive for it, the JVM records one (`finish_driver` puts it in place)."""
+    started = time.perf_counter()
+    if _gateway_process() is not None:
+        return Driver(spark_session(master, app_name=app_name), "shared", None, 0.0)
+    recording = plan_recording()
+    spark = spark_session(
+        master,
+        app_name=app_name,
+        record_classes=None if recording is None else recording.partial,
+    )
+    process, path = _gateway_process(), archive_path()
+    classes: ClassUse = "recording" if recording is not None else "without"
+    if recording is None and process is not None and path is not None:
+        classes = "mapped" if mapped_by(process.pid, path) else "without"
+    return Driver(spark, classes, recording, time.perf_counter() - started)
+
+
+def describe(driver: Driver) -> str:
+    """The driver's start in words, for the report's progress lines."""
+    if driver.classes == "shared":
+        return "spark: using the session already running"
+    said = {
+        "mapped": "class archive mapped",
+        "recording": "no class archive yet: recording one for the next reports",
+        "without": "without a class archive",
+    }[driver.classes]
+    return f"spark: started in {driver.started_s:.1f} s ({said})"
+
+
+def finish_driver(driver: Driver, say: Say) -> Path | None:
+    """End a recording driver: stop Spark, let its JVM exit (it dumps the classes as it
+    goes) and publish the archive; the archive's path when one was put in place. Any other
+    driver is left running (it ends with this process)."""
+    recording = driver.recording
+    if recording is None:
+        return None
+    from pyspark import SparkContext
+
+    process = _gateway_process()
+    status: int | None = None
+    try:
+        driver.spark.stop()
+        gateway = SparkContext._gateway
+        if gateway is not None:
+            gateway.shutdown()
+        if process is not None:
+            if process.stdin is not None:
+                process.stdin.close()  # the gateway JVM exits when its stdin closes
+            try:
+                status = process.wait(timeout=_EXIT_WAIT_S)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+    finally:
+        SparkContext._gateway = None
+        SparkContext._jvm = None
+        published = publish(recording.partial, recording.final, status)
+    if published:
+        say(f"spark: class archive recorded into {recording.final}; the next reports map it")
+        return recording.final
+    say(f"spark: the recording JVM exited with {status}; no class archive (reports run without)")
+    return None

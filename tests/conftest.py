@@ -45,10 +45,14 @@ def lab() -> object:
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
-    """One local Spark session for every `spark` test (imported here only when one asks)."""
-    from spark_reports.session import spark_session
+    """One local Spark session for every `spark` test (imported here only when one asks).
+    In an environment without the report JVM's class archive, this session records it, as
+    a first report does, and puts it in place at the end."""
+    from spark_reports.session import finish_driver, start_driver
 
-    yield spark_session("local[2]", app_name="lab-report-tests")
+    driver = start_driver("local[2]", app_name="lab-report-tests")
+    yield driver.spark
+    finish_driver(driver, lambda text: print(text, file=sys.stderr))
 
 
 @pytest.fixture

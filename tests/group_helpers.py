@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parent.parent
 T = TypeVar("T")
 
 
-def until(read: Callable[[], T], want: Callable[[T], bool], timeout_s: float = 20.0) -> T:
+def until(read: Callable[[], T], want: Callable[[T], bool], timeout_s: float = 60.0) -> T:
     """Read until `want` holds of what was read, and return it; an AssertionError naming
     the last reading after `timeout_s` (polling with a deadline, never a fixed sleep)."""
     deadline = time.monotonic() + timeout_s
@@ -127,7 +127,7 @@ class LocalGroup:
         return found
 
     def wait_for(
-        self, test: Callable[[dict[str, str]], bool], timeout_s: float = 20.0
+        self, test: Callable[[dict[str, str]], bool], timeout_s: float = 60.0
     ) -> dict[str, str]:
         deadline = time.monotonic() + timeout_s
         roles: dict[str, str] = {}

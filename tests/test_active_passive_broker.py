@@ -200,7 +200,8 @@ def test_a_joining_broker_is_not_promoted_into_an_established_cluster(
     _wait_statuses(group, {"n1": "joining", "n2": "joining"})
     assert _promote(group, "n1")[0] == 200
     _wait_statuses(group, {"n1": "active"})
-    time.sleep(0.3)  # n2 hears that n1 is established
+    # n2 refuses once it has heard that n1 is established (n1's heartbeats say so)
+    until(lambda: _ha(group, "n2")["members"].get("n1"), "active".__eq__)
     status, body = _promote(group, "n2")
     assert status == 422, body
     assert body["errorMessage"] == "Joining active cluster, cannot be promoted."
@@ -240,7 +241,10 @@ def test_a_recovering_primary_holds_acknowledgements_until_the_backup_timeout(
 def test_messages_consumed_before_replication_are_settled_and_counted(
     make_group: Callable[..., LocalGroup],
 ) -> None:
-    group = _cluster(make_group, 2)
+    # A stopped backup stays ready to the primary for twice the link heartbeat: long enough
+    # for the consumer below on a loaded machine (with 0.5 s it was dropped first, and the
+    # message was settled without waiting for it, so nothing was consumed before replication).
+    group = _cluster(make_group, 2, link_heartbeat_interval_s=10.0)
     _promote(group, "n1")
     _wait_statuses(group, {"n1": "active", "n2": "ready"})
     port = group.ports["n1"][0]

@@ -41,6 +41,7 @@ LAYERS: dict[str, int] = {
     "lab.cli": 10,
     "lab.pytest_plugin": 10,
     "lab.pytest_campaign": 10,
+    "lab.pytest_hosts": 10,
     "lab.__main__": 10,
 }
 SELF_CONTAINED = ("broker_ref", "clients")

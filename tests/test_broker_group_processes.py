@@ -56,7 +56,7 @@ def test_management_validates_and_authenticates(make_group: Callable[..., LocalG
     for value in (2, 3, 0, 2):  # a change answered 200 is applied: the next read sees it
         assert group.request(replica, "POST", {"priority": value})[0] == 200
         assert group.request(replica)[1]["priority"] == value
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 60
     while True:  # the view is as fresh as the last heartbeat
         view = group.request(replica, what="remotereplicationnode")[1]
         if {v["role"] for v in view} == {"MASTER", "REPLICA"} or time.monotonic() > deadline:
@@ -89,7 +89,7 @@ def test_an_intruder_is_refused(make_group: Callable[..., LocalGroup]) -> None:
     config["permitted_nodes"] = ["n9", "n1"]
     stranger.configs = {"n9": config}
     stranger.start("n9")
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60
     while "HA-1008" not in group.oplog("n1") and time.monotonic() < deadline:
         time.sleep(0.1)
     assert "Intruder detected : Node 'n9'" in group.oplog("n1")

@@ -97,7 +97,11 @@ def test_restart_after_sigkill_recovers_every_accepted_message(start_node: NodeF
         receiver.receive(timeout=5)
         receiver.accept()
     connection.close()
-    time.sleep(0.2)
+    # 50 enqueues, 10 dequeues and the queue's declaration in the log before the kill
+    deadline = time.monotonic() + 60
+    while node.get("/api/latest/virtualhostnode/n1")[1]["lastKnownReplicationTransactionId"] < 61:
+        assert time.monotonic() < deadline, "the accepts never reached the log"
+        time.sleep(0.05)
     node.stop(signal.SIGKILL)
     node.start()
     node.wait_ready()

@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 from conftest import run_lab
 
+from lab.campaign.campaign import estimate_s
 from lab.campaign.failures import Failure, FailureDB
-from lab.campaign.plan import CampaignRequest
+from lab.campaign.plan import CampaignRequest, Cell
 
 ROOT = Path(__file__).resolve().parent.parent
 LOSES = ROOT / "incidents" / "ack-none-crash.toml"
@@ -24,7 +25,9 @@ pytestmark = pytest.mark.processes
 
 
 def _when(stamp: str) -> dt.datetime:
-    return dt.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fZ")
+    """A UTC time stamp of campaign.json: with a fraction of a second (a run's) or not."""
+    form = "%Y-%m-%dT%H:%M:%S.%fZ" if "." in stamp else "%Y-%m-%dT%H:%M:%SZ"
+    return dt.datetime.strptime(stamp, form)
 
 
 def test_a_campaign_runs_inside_its_budget_two_at_a_time(tmp_path: Path) -> None:
@@ -39,7 +42,21 @@ def test_a_campaign_runs_inside_its_budget_two_at_a_time(tmp_path: Path) -> None
     campaign = json.loads((out / "campaign.json").read_text())
     runs = campaign["runs"]
     assert len(runs) >= 2 and campaign["counts"]["held"] == len(runs)
-    assert campaign["elapsed_s"] <= 45 + 5, "a run started that could not end in the budget"
+    # No run started that could not end in the budget by the campaign's own estimate (its
+    # cell's longest run that had ended by then, or the first guess); how long the runs then
+    # took depends on the machine, and is not asserted.
+    began = _when(campaign["started"])
+    for run in runs:
+        start = _when(run["started"])
+        ended = [
+            r["seconds"]
+            for r in runs
+            if _when(r["started"]) + dt.timedelta(seconds=r["seconds"]) <= start
+        ]
+        cell = Cell(run["scenario"], run["target"], run["backend"], run["mode"])
+        needed = max(ended) if ended else estimate_s(cell)
+        offset = (start - began).total_seconds()
+        assert offset + needed <= 45 + 1, f"run {run['number']} could not end in the budget"
     for run in runs:
         verdict = json.loads((out / run["folder"] / "result.json").read_text())["verdict"]
         assert verdict == run["verdict"] == "held"

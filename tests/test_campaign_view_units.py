@@ -1,5 +1,6 @@
 """The campaign view's pure parts: the Wilson interval, chart-or-words decisions, reading a run
-folder's result generically, the page's column splits and section insertion (no Spark)."""
+folder's result generically and its campaign's word on it, the page's column splits (no
+Spark)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,10 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from spark_reports.campaign_runs import Campaigns, read_campaign_run
-from spark_reports.charts import bar_figure, figure_kind, in_words, line_figure
-from spark_reports.html_page import Section, insert_sections, render_page, split_columns
-from spark_reports.report_page import _reliability_chart
+from spark_reports.campaign_facts import Campaigns
+from spark_reports.campaign_runs import read_campaign_run
+from spark_reports.charts import bar_figure, figure_kind, in_words, interval_figure, line_figure
+from spark_reports.html_page import split_columns
 from spark_reports.wilson import Z_95, wilson_interval
 
 # --- Wilson score interval --------------------------------------------------------------
@@ -88,17 +89,12 @@ def test_figures_return_words_or_png() -> None:
     assert in_words("T", ["a\nb"], {"": [2.0]}, "ms") == "T: 2 ms (a b)."
 
 
-def test_broken_runs_chart_without_a_broken_run_is_a_sentence() -> None:
-    rows = [
-        {"scenario": f"s{i}", "nodes": 2, "durability": "SYNC,SYNC,ALL", "runs": 3}
-        | {"availability_pct": 100.0 - i, "broken": 0}
-        for i in range(3)
-    ]
-    charts = dict(_reliability_chart(pa.Table.from_pylist(rows)))
-    assert charts["broken runs"] == "Broken runs by group: none of the 3 groups has a broken run."
-    assert isinstance(charts["availability"], bytes)
-    one = dict(_reliability_chart(pa.Table.from_pylist([rows[0] | {"broken": 2}])))
-    assert one["broken runs"] == "Broken runs by group: 2 runs (s0 2n SYNC,SYNC,ALL, broken runs)."
+def test_an_interval_chart_compares_two_rows_or_more() -> None:
+    assert interval_figure("Held", [], "% held", empty="none") == "none"
+    one = interval_figure("Held", [("a · b", 90.0, 60.5, 98.25)], "% held", empty="-")
+    assert one == "Held: 90 % held (a · b; 60.5–98.25)."
+    two = interval_figure("Held", [("a", 90.0, 60.0, 98.0), ("b", 50.0, 20.0, 80.0)], "%", empty="")
+    assert isinstance(two, bytes) and two.startswith(b"\x89PNG")
 
 
 # --- reading a run's result generically -------------------------------------------------
@@ -149,20 +145,45 @@ def test_night_is_the_day_the_campaign_started(tmp_path: Path) -> None:
     assert (run.campaign, run.night) == ("night", "2026-01-05")
 
 
+def test_a_campaign_run_carries_the_failure_databases_word(tmp_path: Path) -> None:
+    """campaign.json's record of a run folder says whether its failure was new, recorded
+    before, or a replay (a campaign replays with `lab run --spec`: result.json cannot tell)."""
+    base = {"scenario": "s", "target": "t", "backend": "b", "mode": "m", "seed": 7}
+    root = tmp_path / "night"
+    folders = {}
+    for name, verdict in (("a", "broken"), ("b", "unknown"), ("c", "broken"), ("d", "held")):
+        folders[name] = _run_folder(root, {**base, "verdict": verdict, "violations": []}, name)
+    record = {"kind": "fresh", "failure": None, "new_failure": False}
+    runs = [
+        {**record, "folder": "runs/a/20260105T230000Z-7", "failure": "f1", "new_failure": True},
+        {**record, "folder": "runs/b/20260105T230000Z-7", "failure": "f2"},
+        {**record, "folder": "runs/c/20260105T230000Z-7", "failure": "f0", "kind": "replay"},
+        {**record, "folder": "runs/d/20260105T230000Z-7"},
+        {**record, "folder": None, "number": 9, "scenario": "s", "error": "lab: no node"},
+    ]
+    raw = {"v": 1, "request": {"budget_s": 600, "seed": 5}, "runs": runs, "replays": []}
+    (root / "campaign.json").write_text(json.dumps(raw))
+    campaigns = Campaigns()
+    read = {name: read_campaign_run(folder, campaigns) for name, folder in folders.items()}
+    assert {n: r.known for n, r in read.items()} == {
+        "a": "new",
+        "b": "recorded",
+        "c": "replay",
+        "d": None,
+    }
+    assert [n for n, r in read.items() if r.replay] == ["c"]
+    assert (read["a"].failure, read["a"].seed, read["a"].campaign) == ("f1", 7, "night")
+    (facts,) = campaigns.seen()
+    assert (facts.budget_s, facts.seed, facts.new_failures) == (600.0, 5, 1)
+    assert facts.without_folder == ("#9 s · ? · ? · ?: lab: no node",)
+
+
 # --- the page ---------------------------------------------------------------------------
 
 
 def test_split_columns_keeps_keys_in_both_parts_and_every_column_once() -> None:
     table = pa.table({"k": ["a"], "x": [1], "y": [2], "z": [3], "w": [4]})
-    (c1, one), (c2, two) = split_columns(table, ("k",), ("y", "missing"), ("first", "rest"))
-    assert (c1, one.column_names) == ("first", ["k", "y"])
-    assert (c2, two.column_names) == ("rest", ["k", "x", "z", "w"])
-
-
-def test_sections_are_inserted_before_the_named_one() -> None:
-    page = render_page("T", [], [Section("Alpha", ""), Section("Broken runs", "")])
-    added = insert_sections(page, [Section("Campaign view", "x")], before="Broken runs")
-    order = [added.index(f'<h2 id="{i}">') for i in ("alpha", "campaign-view", "broken-runs")]
-    assert order == sorted(order)
-    at_end = insert_sections(page, [Section("Late", "")], before="Nowhere")
-    assert at_end.index('<h2 id="late">') > at_end.index('<h2 id="broken-runs">')
+    one, two = split_columns(table, ("k",), ("y", "missing"), ("first", "rest"), "none")
+    assert (one.caption, one.table.column_names, one.keys) == ("first", ["k", "y"], ("k",))
+    assert (two.caption, two.table.column_names) == ("rest", ["k", "x", "z", "w"])
+    assert one.empty == two.empty == "none"

@@ -3,8 +3,9 @@ the same output in the same files, the same exit status, signals delivered."""
 
 from __future__ import annotations
 
-import os
+import json
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -35,17 +36,32 @@ def test_bad_usage_is_the_same_one_line_and_status_2_as_a_fresh_lab(tmp_path: Pa
     assert not (tmp_path / "runs").exists()
 
 
-def test_ctrl_c_and_kill_reach_the_forked_command(tmp_path: Path) -> None:
-    fifo = tmp_path / "history.jsonl"
-    os.mkfifo(fifo)  # `lab check` blocks opening it: a command that waits until stopped
-    proc = start_lab(["check", str(fifo)], tmp_path / "out", tmp_path / "err")
-    wait_any([proc], 0.5)
-    assert proc.poll() is None
-    proc.send_signal(signal.SIGINT)  # as Ctrl-C: `lab`'s own interrupted exit
-    assert proc.wait() == 130
-    assert "lab: interrupted" in (tmp_path / "err").read_text()
-    proc.kill()  # an ended process: nothing to do, no error
+def _silent_cluster(tmp_path: Path) -> tuple[socket.socket, list[str]]:
+    """A `lab up` state whose 200 brokers never answer (one socket that takes connections
+    and says nothing): `lab ha status --all` asks each in turn, 5 s apiece — a command that
+    waits until it is stopped, and costs nothing while it waits."""
+    listener = socket.create_server(("127.0.0.1", 0), backlog=512)
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    state = tmp_path / "state"
+    state.mkdir()
+    nodes = [{"name": f"n{number}", "management": url} for number in range(200)]
+    (state / "cluster.json").write_text(json.dumps({"nodes": nodes}), encoding="utf-8")
+    return listener, ["ha", "--state-dir", str(state), "status", "--all"]
 
-    again = start_lab(["check", str(fifo)], tmp_path / "out2", tmp_path / "err2")
-    again.kill()
-    assert again.wait() == -signal.SIGKILL
+
+def test_ctrl_c_and_kill_reach_the_forked_command(tmp_path: Path) -> None:
+    listener, waits = _silent_cluster(tmp_path)
+    with listener:
+        proc = start_lab(waits, tmp_path / "out", tmp_path / "err")
+        listener.settimeout(120)
+        asked, _ = listener.accept()  # the command is in its work, waiting for an answer
+        asked.close()
+        assert proc.poll() is None
+        proc.send_signal(signal.SIGINT)  # as Ctrl-C: `lab`'s own interrupted exit
+        assert proc.wait() == 130
+        assert "lab: interrupted" in (tmp_path / "err").read_text()
+        proc.kill()  # an ended process: nothing to do, no error
+
+        again = start_lab(waits, tmp_path / "out2", tmp_path / "err2")
+        again.kill()
+        assert again.wait() == -signal.SIGKILL

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +11,9 @@ import pytest
 from checker_helpers import Op, check, drained, got, sent
 
 from lab.ground.errors import InputError
+from lab.ground.files import LINE_LIMIT
 from lab.judge.checker import check_path, check_table, read_history
+from lab.judge.history_jsonl import CHECKED, jsonl_tables
 
 
 def test_torn_last_line_is_ignored(tmp_path: Path) -> None:
@@ -116,3 +119,56 @@ def test_missing_file_is_named(tmp_path: Path) -> None:
 def test_run_directory_without_history_is_named(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"history\.jsonl: cannot read"):
         check_path(tmp_path)
+
+
+def test_a_torn_line_cut_inside_a_character_is_still_torn(tmp_path: Path) -> None:
+    tail = '{"index": 2, "time": 3, "process": "p0", "type": "info", "error": "é'.encode()[:-1]
+    path = tmp_path / "history.jsonl"
+    path.write_bytes((GOOD + "\n").encode() + tail)
+    assert read_history(path).num_rows == 1
+
+
+@pytest.mark.parametrize(
+    ("tail", "says"),
+    [
+        (b"\0\0\0\0", "2: binary data (a NUL byte at column 1)"),
+        (b'{"index": 1, "va\xff\xfe', "2: not UTF-8 text (byte 0xff at column 17)"),
+        (b"hello there", "2: not a JSON object"),
+    ],
+)
+def test_what_follows_the_last_newline_is_a_torn_line_or_an_error(
+    tmp_path: Path, tail: bytes, says: str
+) -> None:
+    path = tmp_path / "history.jsonl"
+    path.write_bytes((GOOD + "\n").encode() + tail)
+    with pytest.raises(InputError, match=rf"history\.jsonl:{re.escape(says)}"):
+        check_path(path)
+
+
+def test_lines_longer_than_a_chunk_are_read_whole(tmp_path: Path) -> None:
+    path = tmp_path / "history.jsonl"
+    lines = [GOOD.replace('"index": 0', f'"index": {n}') for n in range(40)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    tables = list(jsonl_tables(path, CHECKED, chunk_bytes=50))  # every line is longer
+    assert sum(t.num_rows for t in tables) == 40
+    assert [i for t in tables for i in t.column("index").to_pylist()] == list(range(40))
+
+
+def test_a_line_longer_than_the_limit_is_refused_without_reading_it_whole(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "history.jsonl"
+    long = '{"index": 1, "note": "' + "x" * (LINE_LIMIT + 10) + '"}'
+    path.write_text(f"{GOOD}\n{long}\n{GOOD}\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"history\.jsonl:2: a line longer than 1 MiB"):
+        list(jsonl_tables(path, CHECKED, chunk_bytes=4096))
+    path.write_text(f"{GOOD}\n{GOOD}\n{long}", encoding="utf-8")  # the last, without newline
+    with pytest.raises(InputError, match=r"history\.jsonl:3: a line longer than 1 MiB"):
+        check_path(path)
+
+
+def test_a_binary_file_is_named_by_its_first_bad_line(tmp_path: Path) -> None:
+    path = tmp_path / "history.jsonl"
+    path.write_bytes(b"\x1f\x8b\x08\x00junk\nmore junk\n\xff\xfe tail")
+    with pytest.raises(InputError, match=r"history\.jsonl:1: not UTF-8 text \(byte 0x8b at col"):
+        check_path(path)

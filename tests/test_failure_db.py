@@ -71,7 +71,7 @@ def test_record_replays_and_status(tmp_path: Path) -> None:
 
 def test_a_damaged_record_is_named(tmp_path: Path) -> None:
     (tmp_path / "random-abc.json").write_text("{not json")
-    with pytest.raises(InputError, match=r"random-abc\.json: not a failure record"):
+    with pytest.raises(InputError, match=r"random-abc\.json:1: not valid JSON: "):
         list(FailureDB(tmp_path))
 
 

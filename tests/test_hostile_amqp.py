@@ -373,7 +373,8 @@ def test_a_consumer_that_never_reads_holds_bounded_memory(start_node: NodeFactor
     )
     assert handed_out == len(ids)  # it had the credit: everything was handed to it
     assert rss_stuck - rss_before < 3 * stored_kib + 20 * 1024
-    assert beside_s < 5
+    # The client beside it is served (assert_serves); how fast is printed above, never
+    # asserted: a loaded machine takes longer without anything wrong.
     received = _receive_all(node.url, "big")  # back in the queue when the socket went
     assert sorted(str(m.id) for m in received) == sorted(ids)
     after = settle(node, before)

@@ -27,14 +27,25 @@ backend = "{backend}"
 [topology]
 nodes = 3
 [workload]
-duration_s = 30.0
+duration_s = 300.0
 [[fault]]
 id = "stall"
 fault = "pause"
 target = "@replica:1"
 start_s = 1.0
-end_s = 25.0
+end_s = 290.0
 """
+# The run is stopped long before its end: the long load and fault leave a loaded machine all
+# the time it needs to reach the moment the tests stop it at.
+
+
+def _sent(history: Path) -> bool:
+    """Whether the history holds a complete send operation (what `check.attempted` counts)."""
+    try:
+        lines = history.read_text(encoding="utf-8").splitlines(keepends=True)
+    except FileNotFoundError:
+        return False
+    return any(line.endswith("\n") and '"f":"send"' in line for line in lines)
 
 
 def _start(tmp_path: Path, backend: str) -> tuple[subprocess.Popen[bytes], Path]:
@@ -47,15 +58,18 @@ def _start(tmp_path: Path, backend: str) -> tuple[subprocess.Popen[bytes], Path]
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    deadline = time.monotonic() + 120
+    # Stopped once its fault is on and a producer has recorded a send, however long the
+    # machine takes to get there (the deadline only ends a hung run).
+    deadline = time.monotonic() + 240
     while time.monotonic() < deadline:
         for events in runs.glob("incident/2*/events.jsonl"):
-            if '"fault.start"' in events.read_text(encoding="utf-8"):
+            started = '"fault.start"' in events.read_text(encoding="utf-8")
+            if started and _sent(events.parent / "history.jsonl"):
                 return proc, events.parent
-        assert proc.poll() is None, "the run ended before its fault"
+        assert proc.poll() is None, "the run ended before its fault and its first send"
         time.sleep(0.1)
     proc.kill()
-    raise AssertionError("the fault never started")
+    raise AssertionError("the fault never started, or no send was recorded")
 
 
 def _interrupted(folder: Path) -> dict[str, object]:
@@ -89,7 +103,7 @@ def test_a_killed_lab_is_cleared_up_by_the_next_command(tmp_path: Path) -> None:
     proc.wait(timeout=30)
     assert not (folder / "result.json").exists()
     # they die with it, once the kernel has delivered each child's parent-death signal
-    until(lambda: leftovers_of(folder), lambda left: left == [], timeout_s=10)
+    until(lambda: leftovers_of(folder), lambda left: left == [], timeout_s=60)
     assert run_lab("list", cwd=tmp_path).returncode == 0  # any lab command settles it
     said = _interrupted(folder)
     assert said["signal"] == "SIGKILL" and said["phase"] == "load"

@@ -149,7 +149,7 @@ def _send(port: int, count: int, prefix: str) -> None:
         conn.close()
 
 
-def _until(test: Callable[[], bool], timeout_s: float = 15.0) -> bool:
+def _until(test: Callable[[], bool], timeout_s: float = 60.0) -> bool:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if test():

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from group_helpers import LocalGroup
+from group_helpers import LocalGroup, until
 from proton import Message
 from proton.utils import BlockingConnection
 
@@ -268,6 +268,22 @@ def _state(group: LocalGroup, name: str) -> dict[str, Any]:
     return {k: body[k] for k in keys}
 
 
+def _replicated(group: LocalGroup, master: str, depth: int) -> None:
+    """Wait until every node holds `depth` messages and the master's last transaction."""
+
+    def states() -> list[tuple[int, int]]:
+        return [
+            (_state(group, n)["queues"].get("q", {}).get("depth", 0), _txid(group, n))
+            for n in group.configs
+        ]
+
+    until(states, lambda seen: len({*seen}) == 1 and seen[0][0] == depth)
+
+
+def _txid(group: LocalGroup, name: str) -> int:
+    return int(_state(group, name)["lastKnownReplicationTransactionId"])
+
+
 @pytest.mark.processes
 def test_a_node_under_hostile_input_changes_nothing_and_keeps_serving(
     make_group: Callable[..., LocalGroup],
@@ -275,7 +291,7 @@ def test_a_node_under_hostile_input_changes_nothing_and_keeps_serving(
     group = make_group(3, all={"group_secret": SECRET})
     master = group.master()
     _send(group.ports[master][0], 10, "a")
-    time.sleep(0.5)
+    _replicated(group, master, 10)
     before = {n: _state(group, n) for n in group.configs}
     repl, mgmt = group.ports[master][2], group.ports[master][1]
     # a hello in the master's own name is an intruder's, refused before any proof is looked at
@@ -366,6 +382,5 @@ def test_a_node_under_hostile_input_changes_nothing_and_keeps_serving(
     ):
         assert why in log, why
     _send(group.ports[master][0], 5, "b")  # it keeps serving
-    time.sleep(0.5)
-    assert all(_state(group, n)["queues"]["q"]["depth"] == 15 for n in group.configs)
+    _replicated(group, master, 15)
     assert group.master() == master

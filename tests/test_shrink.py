@@ -198,9 +198,11 @@ def test_a_real_loss_under_ack_policy_none_shrinks_to_the_masters_isolation(
     folder = first.stdout.splitlines()[0]
     out = tmp_path / "shrunk"
     shrunk = run_lab(
-        *("shrink", folder, "--budget", "75s", "--tries", "1", "--out", str(out)),
+        # A budget a loaded machine's slower reruns fit in too: the shrink ends as soon as
+        # nothing smaller is left to try, so a fast machine does not wait for it.
+        *("shrink", folder, "--budget", "10m", "--tries", "1", "--out", str(out)),
         cwd=tmp_path,
-        timeout=400,
+        timeout=1200,
     )
     assert shrunk.returncode == 0, shrunk.stdout + shrunk.stderr
     saved = json.loads((out / "shrink.json").read_text())

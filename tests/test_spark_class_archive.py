@@ -1,19 +1,23 @@
-"""The report JVM's class archive (`spark_reports.class_archive`): where it lives, when a
-session maps it, that only a cleanly exited recording becomes the archive, and that the
-set-up made one that the tests' own session maps."""
+"""The report JVM's class archive (`spark_reports.class_archive`): where it lives (a new JVM or
+new jars, a new archive), when a session maps it, when a driver records it, that only a
+cleanly exited recording becomes the archive, that a first report runs without it and leaves
+it for the next one, and that the tests' own session maps it."""
 
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from spark_helpers import run
 
+from lab.bench.synth_runs import synthesize_runs
 from spark_reports import class_archive
 from spark_reports.extract import rollup_groups
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture
@@ -98,53 +102,34 @@ def test_a_clean_recording_becomes_the_archive(tmp_path: Path) -> None:
     assert not class_archive.publish(empty, tmp_path / "other.jsa", 0)
 
 
-def test_an_archive_that_exists_is_not_made_again(
+def test_a_recording_is_planned_only_where_it_is_needed(
     cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """No JVM, or an archive already: nothing to record. Missing: the driver records into a
+    partial file named by this process, made at once so that others see it; while it is
+    there (and this process alive) no other driver records, and a partial whose process is
+    gone is removed."""
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "no-jdk"))
+    assert class_archive.plan_recording() is None
     _fake_java(tmp_path / "jdk", "java")
     monkeypatch.setenv("JAVA_HOME", str(tmp_path / "jdk"))
     path = class_archive.archive_path()
     assert path is not None
+    gone = subprocess.Popen([sys.executable, "-c", ""])
+    gone.wait()
     cache.mkdir(parents=True)
+    left = cache / f"{path.stem}.{gone.pid}.partial"  # a report killed before its JVM exited
+    left.write_bytes(b"torn")
+    recording = class_archive.plan_recording()
+    assert recording is not None and not left.exists()
+    assert recording.final == path
+    assert recording.partial == cache / f"{path.stem}.{os.getpid()}.partial"
+    assert recording.partial.is_file() and recording.partial.stat().st_size == 0
+    assert class_archive.plan_recording() is None  # one recording at a time
+    assert "-XX:ArchiveClassesAtExit=" in class_archive.recorded(recording.partial)
+    assert not class_archive.publish(recording.partial, path, 0)  # the JVM dumped nothing
     path.write_bytes(b"archive")
-    stale, fresh = cache / "x.1.partial", cache / "x.2.partial"
-    stale.write_bytes(b"")
-    fresh.write_bytes(b"")
-    os.utime(stale, (time.time() - 7200, time.time() - 7200))
-    said: list[str] = []
-    trained: list[Path] = []
-
-    def train(partial: Path) -> int:
-        trained.append(partial)
-        return 0
-
-    assert class_archive.ensure_archive(train, said.append) == path
-    assert said == [] and trained == [] and stale.exists()  # nothing to make, nothing touched
-    path.unlink()
-    class_archive._remove_stale(cache)
-    assert not stale.exists() and fresh.exists()
-
-
-@pytest.mark.parametrize("status", [0, 1])
-def test_the_training_sessions_recording_is_published_when_clean(
-    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, status: int
-) -> None:
-    _fake_java(tmp_path / "jdk", "java")
-    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "jdk"))
-    path = class_archive.archive_path()
-    assert path is not None
-
-    def train(partial: Path) -> int:
-        assert partial.parent == cache and partial.name.endswith(".partial")
-        partial.write_bytes(b"classes")  # what the recording JVM dumps as it exits
-        return status
-
-    said: list[str] = []
-    made = class_archive.ensure_archive(train, said.append)
-    assert (made == path) is (status == 0)
-    assert path.is_file() is (status == 0)
-    assert list(cache.glob("*.partial")) == []
-    assert "recording" in said[0] and (status == 0 or "exited with 1" in said[-1])
+    assert class_archive.plan_recording() is None
 
 
 def test_runs_alike_are_grouped_under_their_smallest_id() -> None:
@@ -165,15 +150,65 @@ def test_runs_alike_are_grouped_under_their_smallest_id() -> None:
 
 
 @pytest.mark.spark
-def test_the_set_up_made_an_archive_the_tests_session_maps(spark: object) -> None:
-    """scripts/bootstrap.sh makes the archive for this environment's jars; the session the
-    Spark tests share maps it (the archive is among the files the JVM has mapped)."""
-    path = class_archive.archive_path()
-    assert path is not None, "no JVM found, yet Spark runs"
-    assert path.is_file(), f"scripts/bootstrap.sh made no class archive at {path}"
+def test_the_tests_session_maps_the_archive_or_records_it(spark: object) -> None:
+    """The session the Spark tests share is a report's driver: its JVM maps the archive made
+    for this environment's JVM and jars, or, in an environment without one, records it (put
+    in place when the session ends). Read from the JVM itself (/proc), not from what it was
+    asked to do."""
     from pyspark import SparkContext
 
+    path = class_archive.archive_path()
+    assert path is not None, "no JVM found, yet Spark runs"
     gateway = SparkContext._gateway
     assert gateway is not None
-    maps = Path(f"/proc/{gateway.proc.pid}/maps").read_text()
-    assert str(path) in maps
+    pid = gateway.proc.pid
+    command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    recording = [a for a in command if a.startswith(b"-XX:ArchiveClassesAtExit=")]
+    if recording:
+        partial = Path(recording[0].split(b"=", 1)[1].decode())
+        assert partial.parent == path.parent and partial.name.startswith(path.stem)
+        assert partial.is_file()  # made at once: others see the recording
+    else:
+        assert class_archive.mapped_by(pid, path), f"the session's JVM did not map {path}"
+
+
+_REPORT_IN_AN_ENVIRONMENT_OF_ITS_OWN = """\
+import sys
+sys.prefix = sys.argv[1]  # where class archives live: an environment without one
+from lab.cli.main import main
+raise SystemExit(main(["report", *sys.argv[2:]]))
+"""
+
+
+@pytest.mark.spark
+@pytest.mark.long
+def test_a_first_report_runs_without_the_archive_and_leaves_it_for_the_next(
+    tmp_path: Path,
+) -> None:
+    """`lab report` as a user runs it, in an environment without an archive: the report is
+    made, its JVM records the classes as it ends, and the archive is in place after it
+    (only then: nothing partial is left); the next report's JVM maps it. Long: two fresh
+    report processes and a recording (the default suite sees the same through its own
+    session, which maps the archive or records it)."""
+    runs = tmp_path / "runs"
+    synthesize_runs(runs, runs=4, operations_per_run=120, seed=5, partial=0)
+    prefix = tmp_path / "venv"
+
+    def report(out: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-c", _REPORT_IN_AN_ENVIRONMENT_OF_ITS_OWN, str(prefix)]
+        arguments = [str(runs), "--out", str(tmp_path / out), "--master", "local[2]"]
+        return subprocess.run(
+            [*command, *arguments],
+            cwd=ROOT, capture_output=True, text=True, timeout=900, check=False,
+        )  # fmt: skip
+
+    first = report("first")
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert "no class archive yet: recording one" in first.stderr
+    assert (tmp_path / "first" / "report.html").is_file()
+    archives = list((prefix / "share" / "lab-spark-classes").iterdir())
+    assert len(archives) == 1 and archives[0].suffix == ".jsa", archives
+    assert f"class archive recorded into {archives[0]}" in first.stderr
+    second = report("second")
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert "(class archive mapped)" in second.stderr  # read from the JVM's /proc maps

@@ -7,6 +7,8 @@ import csv
 import json
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import SparkSession
 from pyspark.testing import assertDataFrameEqual
@@ -23,6 +25,7 @@ from spark_reports.extract import (
     store_latency,
     store_runs,
 )
+from spark_reports.failures_view import FAILING_COLUMNS
 from spark_reports.latency import latency_histogram, message_latencies
 from spark_reports.run_folders import read_run, read_runs
 
@@ -150,12 +153,30 @@ def test_report_end_to_end(spark: SparkSession, tmp_path: Path) -> None:
     runs_dir, out = tmp_path / "runs", tmp_path / "out"
     synth = synthesize_runs(runs_dir, runs=18, operations_per_run=150, seed=12, partial=4)
     assert synth.broken, "the seed should give at least one broken run"
+    # Last night's report showed two masters in master-crash, and no loss.
+    previous = tmp_path / "last-night"
+    previous.mkdir()
+    cell = {"scenario": "master-crash", "target": "broker_ref", "backend": "process"}
+    row = {**cell, "mode": "replicated-group", "violations": ["two-masters"], "seed": 1}
+    kinds = {"violations": pa.list_(pa.string()), "seed": pa.int64()}
+    schema = pa.schema([(c, kinds.get(c, pa.string())) for c in FAILING_COLUMNS])
+    table = pa.Table.from_pylist([{c: row.get(c) for c in FAILING_COLUMNS}], schema)
+    pq.write_table(table, previous / "failing_runs.parquet")
     parser = argparse.ArgumentParser()
     add_arguments(parser)
     said: list[str] = []
-    args = parser.parse_args([str(runs_dir), "--out", str(out), "--compact", str(tmp_path / "st")])
+    args = parser.parse_args(
+        [str(runs_dir), "--out", str(out), "--compact", str(tmp_path / "st"),
+         "--previous", str(previous)]
+    )  # fmt: skip
     assert run_report(args, said.append) == 0
+    news = _csv_rows(out / "new_since_previous.csv")
+    assert [(r["scenario"], r["kind"], int(r["runs"])) for r in news] == [
+        ("master-crash", "lost", len(synth.broken))
+    ]
+    assert json.loads((out / "report.json").read_text())["previous"] == str(previous)
     page = (out / "report.html").read_text()
+    assert "1 violation kind in a cell it did not show" in page
     assert "data:image/png;base64," in page
     assert "Runs that could not be read" in page
     for run_id in (*synth.broken, *synth.unreadable):

@@ -208,13 +208,19 @@ class ClusterBase(Generic[N]):
     # Whether this cluster cuts node→node links that have no proxy (by packet filters).
     filters_peer_links = False
 
+    @property
+    def proxied_peer_links(self) -> bool:
+        """Whether node→node links run through Toxiproxy proxies: the target's say, unless a
+        backend's nodes always reach each other directly (the hosts backend)."""
+        return self.target.proxied_peer_links
+
     def _cut_refusal(self) -> str:
         """Where node→node links without a proxy can be cut, said when this cluster cannot."""
         return "they can be cut only on the Docker backend (a packet filter in the node)"
 
     def _peer_links_refusal(self, how: str) -> str | None:
         """Why node→node links cannot be `cut` (or `slow`ed) on this cluster; None if they can."""
-        if self.target.proxied_peer_links or (how == "cut" and self.filters_peer_links):
+        if self.proxied_peer_links or (how == "cut" and self.filters_peer_links):
             return None
         where = self._cut_refusal() if how == "cut" else "no proxy can slow them"
         return (
@@ -232,7 +238,7 @@ class ClusterBase(Generic[N]):
     def require_link(self, name: str) -> str:
         """The name of a link this cluster can cut; a ClusterError when there is none."""
         ends = split_node_link(name)
-        if ends is not None and not self.target.proxied_peer_links and self.filters_peer_links:
+        if ends is not None and not self.proxied_peer_links and self.filters_peer_links:
             for node in ends:
                 self.node(node)
             if ends[0] == ends[1]:

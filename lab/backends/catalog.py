@@ -8,16 +8,18 @@ from typing import TYPE_CHECKING, TypeAlias
 from lab.backends.process.cluster import ProcessCluster
 from lab.ground.errors import UsageError
 from lab.ground.events import Events
-from lab.ground.extras import DOCKER, require
+from lab.ground.extras import DOCKER
 from lab.ground.spec import BACKENDS, Durability, GroupSettings, Topology
 from lab.targets.protocol import Target
 
 if TYPE_CHECKING:
     from lab.backends.docker.cluster import DockerCluster
+    from lab.backends.ssh.cluster import SshCluster
+    from lab.backends.ssh.hosts_file import Inventory
 
 __all__ = ["Cluster", "make_cluster"]
 
-Cluster: TypeAlias = "ProcessCluster | DockerCluster"
+Cluster: TypeAlias = "ProcessCluster | DockerCluster | SshCluster"
 
 
 def make_cluster(
@@ -32,13 +34,37 @@ def make_cluster(
     toxiproxy_port: int | None = None,
     group: GroupSettings | None = None,
     disk_mb: int | None = None,
+    hosts: Inventory | None = None,
+    clock: str | None = None,
 ) -> Cluster:
     """The cluster; `disk_mb`: size-limited node disks for a schedule that fills one (the
-    process backend mounts them only then; containers always have them)."""
+    process backend mounts them only then; containers always have them). The hosts backend
+    takes its `hosts` file, and `clock`: how its nodes start under libfaketime for a schedule
+    with clock faults (None: not at all; "realtime", or "monotonic" too)."""
     if backend not in BACKENDS:
         raise UsageError(f"unknown backend {backend!r} (known: {', '.join(BACKENDS)})")
     if topology.nodes < 1:
         raise UsageError("a cluster needs at least one node")
+    if backend == "ssh":
+        # Imported here: AsyncSSH is needed only by those who ask for hosts.
+        from lab.ground.extras import HOSTS, require
+
+        require(HOSTS, "--backend ssh")
+        from lab.backends.ssh.cluster import SshCluster
+
+        return SshCluster(
+            topology,
+            durability,
+            target,
+            work_dir,
+            hosts=hosts,
+            events=events,
+            detached=detached,
+            toxiproxy_port=toxiproxy_port,
+            group=group,
+            disk_mb=disk_mb,
+            clock=clock,
+        )
     cluster_type: type[ProcessCluster] | type[DockerCluster] = ProcessCluster
     if backend == "docker":
         require(DOCKER, "the Docker backend")

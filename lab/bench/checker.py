@@ -27,7 +27,7 @@ from lab.bench.history_synth import SynthTruth, synthesize
 from lab.ground.paths import LAB_ROOT
 from lab.judge.columnar import write_columnar_copies
 
-__all__ = ["BENCHMARK", "Checked"]
+__all__ = ["BENCHMARK", "Checked", "agrees"]
 
 SMALL, LARGE = 3_000_000, 30_000_000
 SEED = 20240607
@@ -138,7 +138,7 @@ def _check_in_child(folder: Path, source: Source, truth: SynthTruth, say: Say) -
     if completed.returncode != 0:
         raise RuntimeError(f"the checker child failed:\n{completed.stderr.strip()}")
     figures = json.loads(completed.stdout.strip().splitlines()[-1])
-    _agrees(figures["result"], truth)
+    agrees(figures["result"], truth)
     checked = Checked(
         source=source,
         operations=truth.operations,
@@ -152,7 +152,7 @@ def _check_in_child(folder: Path, source: Source, truth: SynthTruth, say: Say) -
     return checked
 
 
-def _agrees(result: dict[str, object], truth: SynthTruth) -> None:
+def agrees(result: dict[str, object], truth: SynthTruth) -> None:
     """The child's result must be what was injected, or the figure means nothing."""
     expected = {
         "valid": truth.valid,

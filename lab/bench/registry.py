@@ -6,6 +6,7 @@ from collections.abc import Mapping
 
 from lab.bench import (
     campaign,
+    check_command,
     checker,
     durability,
     failover,
@@ -26,6 +27,7 @@ BENCHMARKS: Mapping[str, Benchmark] = {
     b.name: b
     for b in (
         checker.BENCHMARK,
+        check_command.BENCHMARK,
         startup.BENCHMARK,
         throughput.BENCHMARK,
         failover.BENCHMARK,

@@ -31,7 +31,7 @@ def _spark_jobs(runs_dir: Path, store: Path | None) -> dict[str, Any]:
     from spark_reports.reliability import broken_runs, reliability_table, unreadable_runs
     from spark_reports.session import spark_session
 
-    spark = spark_session()
+    spark = spark_session()  # maps the class archive when there is one; never records it
     inputs = extract_inputs(spark, [runs_dir], store, _say)
     runs = inputs.runs.cache()
     reliability = reliability_table(runs).collect()
@@ -45,7 +45,19 @@ def _spark_jobs(runs_dir: Path, store: Path | None) -> dict[str, Any]:
         "unreadable": len(unreadable),
         "from_store": inputs.from_store,
         "from_folders": inputs.from_folders,
+        "class_archive": _archive_mapped(),
     }
+
+
+def _archive_mapped() -> bool:
+    """Whether this step's driver JVM mapped the class archive (what the JVM did)."""
+    from pyspark import SparkContext
+
+    from spark_reports.class_archive import archive_path, mapped_by
+
+    gateway, path = SparkContext._gateway, archive_path()
+    process = None if gateway is None else getattr(gateway, "proc", None)
+    return process is not None and path is not None and mapped_by(process.pid, path)
 
 
 def _compact(runs_dir: Path, store: Path) -> dict[str, Any]:

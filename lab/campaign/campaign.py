@@ -28,14 +28,15 @@ from lab.compose import parts_for
 __all__ = ["estimate_s", "open_failures", "run_campaign"]
 
 GRACE_S = 60.0  # how long past the budget a run may go on before it is interrupted
-_START_STOP_S = {"process": 12.0, "docker": 35.0}
+_START_STOP_S = {"process": 12.0, "docker": 35.0, "ssh": 20.0}
 _JVM_S = 30.0  # a JVM target's nodes take longer to start and stop
 
 
-def estimate_s(cell: Cell) -> float:
+def estimate_s(cell: Cell, hosts_file: Path | None = None) -> float:
     """A first guess at a run's length: its load, its target's restart allowance, and a
     start-and-stop allowance by backend and target."""
-    parts = parts_for(cell.scenario, cell.backend, cell.target, cell.mode)
+    hosts = hosts_file if cell.backend == "ssh" else None
+    parts = parts_for(cell.scenario, cell.backend, cell.target, cell.mode, hosts)
     scenario = parts.scenario
     faults = len(scenario.spec(0).schedule) // 2 if scenario.paced else 1
     load = scenario.load_s(parts.target.restart_allowance_s, faults)
@@ -61,7 +62,10 @@ def open_failures(
 class _Schedule:
     """Which task comes next: failure replays first, then the draws."""
 
-    def __init__(self, failures: list[Failure], draws: Iterator[Draw]) -> None:
+    def __init__(
+        self, failures: list[Failure], draws: Iterator[Draw], hosts_file: Path | None = None
+    ) -> None:
+        self.hosts_file = hosts_file
         self.replays: deque[Failure] = deque(failures)
         self.tries: dict[str, int] = {}
         self.draws = draws
@@ -81,7 +85,7 @@ class _Schedule:
             self.replaying.add(failure.id)
             self.tries[failure.id] = self.tries.get(failure.id, 0) + 1
             self.numbers += 1
-            return Task(self.numbers, cell, failure.seed, failure)
+            return Task(self.numbers, cell, failure.seed, failure, self.hosts_file)
         if not self.drawing:
             return None
         draw = next(self.draws)
@@ -89,7 +93,7 @@ class _Schedule:
             self.drawing = False  # the budget is spent: no run starts that cannot end in it
             return None
         self.numbers += 1
-        return Task(self.numbers, draw.cell, draw.seed)
+        return Task(self.numbers, draw.cell, draw.seed, hosts_file=self.hosts_file)
 
     def replayed(self, failure: Failure, record: RunRecord) -> None:
         self.replaying.discard(failure.id)
@@ -112,13 +116,13 @@ def run_campaign(
     failures = open_failures(db, request, cells)
     out_dir.mkdir(parents=True, exist_ok=True)
     summary = CampaignSummary.begin(request, cells, skipped)
-    schedule = _Schedule(failures, request.draws(cells))
+    schedule = _Schedule(failures, request.draws(cells), request.hosts_file)
     longest: dict[Cell, float] = {}
     running: list[RunningTask] = []
     deadline = time.monotonic() + request.budget_s
 
     def fits(cell: Cell) -> bool:
-        needed = longest.get(cell) or estimate_s(cell)
+        needed = longest.get(cell) or estimate_s(cell, request.hosts_file)
         return time.monotonic() + needed <= deadline
 
     write_campaign(out_dir, summary)

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from lab.ground.errors import InputError, UsageError
-from lab.ground.files import write_json
+from lab.ground.files import read_user_document, user_folder, write_json
 
 __all__ = ["FIXED_AFTER", "Failure", "FailureDB", "Outcome", "failure_id"]
 
@@ -183,15 +183,19 @@ class FailureDB:
         return self.root / f"{failure.scenario}-{failure.id}.json"
 
     def __iter__(self) -> Iterator[Failure]:
-        if not self.root.is_dir():
-            return
+        if not self.root.exists() and not self.root.is_symlink():
+            return  # nothing recorded yet
+        user_folder(self.root, "failure database")
         for path in sorted(self.root.glob("*.json")):
             yield self._read(path)
 
     def _read(self, path: Path) -> Failure:
+        raw = read_user_document(path, "failure record", kind="json")
         try:
-            return Failure.from_json(json.loads(path.read_text(encoding="utf-8")))
-        except (OSError, json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+            return Failure.from_json(raw)
+        except KeyError as exc:
+            raise InputError(f"{path}: not a failure record: {exc} is missing") from None
+        except (TypeError, ValueError, AttributeError) as exc:
             raise InputError(f"{path}: not a failure record: {exc}") from None
 
     def get(self, key: str) -> Failure:

@@ -10,10 +10,12 @@ import os
 import shutil
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
-from lab.campaign.summary import CampaignSummary, read_campaign, records_of, write_campaign
+from lab.campaign.summary import CampaignSummary, read_campaign, write_campaign
 from lab.campaign.tasks import RunRecord
-from lab.ground.errors import UsageError
+from lab.ground.errors import InputError, UsageError
+from lab.ground.files import user_folder
 
 __all__ = ["merge_campaigns"]
 
@@ -38,17 +40,41 @@ def _place(source: Path, out_dir: Path) -> str:
     return str(dest.relative_to(out_dir))
 
 
+def _records(folder: Path, raw: dict[str, Any]) -> list[RunRecord]:
+    """The campaign's run records, each with its run folder there to be merged."""
+    path = folder / "campaign.json"
+    runs = raw.get("runs", [])
+    if not isinstance(runs, list):
+        raise InputError(f'{path}: "runs" must be a list of run records')
+    records: list[RunRecord] = []
+    for number, entry in enumerate(runs, start=1):
+        try:
+            records.append(RunRecord.from_json(entry))
+        except (TypeError, ValueError, AttributeError) as exc:
+            detail = str(exc).replace("RunRecord.__init__() ", "")
+            raise InputError(f"{path}: run record {number} is not one: {detail}") from None
+    for record in records:
+        if record.folder is not None:
+            user_folder(folder / record.folder, "run folder")
+    return records
+
+
 def merge_campaigns(folders: list[Path], out_dir: Path) -> CampaignSummary:
     if not folders:
         raise UsageError("name at least one campaign folder to merge")
-    if out_dir.exists() and any(out_dir.iterdir()):
-        raise UsageError(f"{out_dir} exists and is not empty: merge into a new folder")
-    raws = [(folder, read_campaign(folder)) for folder in folders]  # all readable first
+    if out_dir.exists() or out_dir.is_symlink():
+        if not out_dir.is_dir():
+            raise UsageError(f"{out_dir}: a file, not a folder: merge into a new folder")
+        if any(out_dir.iterdir()):
+            raise UsageError(f"{out_dir} exists and is not empty: merge into a new folder")
+    # Every folder read and checked before anything is written.
+    raws = [(folder, read_campaign(folder)) for folder in folders]
+    checked = [(folder, raw, _records(folder, raw)) for folder, raw in raws]
     records: list[RunRecord] = []
     cells: list[dict[str, str]] = []
     skipped: list[str] = []
-    for folder, raw in raws:
-        for record in records_of(raw):
+    for folder, raw, found in checked:
+        for record in found:
             placed = None if record.folder is None else _place(folder / record.folder, out_dir)
             records.append(replace(record, number=len(records) + 1, folder=placed))
         cells.extend(c for c in raw.get("cells", ()) if c not in cells)

@@ -19,6 +19,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import count
+from pathlib import Path
 
 from lab.compose import parts_for
 from lab.ground.cluster_settings import MODES
@@ -112,6 +113,7 @@ class CampaignRequest:
     modes: tuple[str, ...] = ()
     jobs: int = 1
     shard: Shard = Shard(1, 1)
+    hosts_file: Path | None = None  # the hosts backend's (--backends ssh)
 
     def __post_init__(self) -> None:
         if not self.scenarios or not self.targets or not self.backends:
@@ -122,6 +124,11 @@ class CampaignRequest:
         _names(self.modes, list(MODES), "mode")
         if self.jobs < 1:
             raise UsageError(f"--jobs {self.jobs}: at least one run at a time")
+        if "ssh" in self.backends and self.jobs > 1:
+            raise UsageError(
+                "--backends ssh runs one run at a time (runs side by side on the same hosts "
+                "would cut and shape each other's links): --jobs 1"
+            )
         if not 0 <= self.seed <= MAX_SEED:
             raise UsageError(f"bad campaign seed {self.seed}")
 
@@ -136,7 +143,8 @@ class CampaignRequest:
                     for backend in self.backends:
                         cell = Cell(scenario, target, backend, mode)
                         try:
-                            parts_for(scenario, backend, target, mode)
+                            hosts = self.hosts_file if backend == "ssh" else None
+                            parts_for(scenario, backend, target, mode, hosts)
                         except UsageError as exc:
                             skipped.append(f"{cell}: {exc}")
                             continue

@@ -46,19 +46,20 @@ class CampaignSession:
         """The failures named (the controller's snapshot, so every xdist worker collects
         the same tests), then `cap` draws."""
         cells, _ = self.request.cells()
+        hosts = self.request.hosts_file
         failures = [self.db.get(fid) for fid in failure_ids]
         replays = [
-            Task(n, Cell(f.scenario, f.target, f.backend, f.mode), f.seed, f)
+            Task(n, Cell(f.scenario, f.target, f.backend, f.mode), f.seed, f, hosts)
             for n, f in enumerate(failures, start=1)
         ]
         draws = [
-            Task(len(replays) + d.number, d.cell, d.seed)
+            Task(len(replays) + d.number, d.cell, d.seed, hosts_file=hosts)
             for d in islice(self.request.draws(cells), cap)
         ]
         return replays + draws
 
     def _fits(self, cell: Cell) -> bool:
-        return time.time() + estimate_s(cell) <= self.deadline
+        return time.time() + estimate_s(cell, self.request.hosts_file) <= self.deadline
 
     def run(self, task: Task) -> list[RunRecord]:
         if not self._fits(task.cell):
@@ -71,7 +72,9 @@ class CampaignSession:
                 break
             number = task.number * 100 + attempt  # one record file per replay
             record = run_task(
-                Task(number, task.cell, task.seed, task.failure), self.out_dir, self.db
+                Task(number, task.cell, task.seed, task.failure, task.hosts_file),
+                self.out_dir,
+                self.db,
             )
             records.append(record)
             if record.reproduced:

@@ -13,7 +13,6 @@ fixed, undecided), `counts` and `new_failures`.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
@@ -24,7 +23,7 @@ from lab.campaign.failures import FIXED_AFTER, FailureDB
 from lab.campaign.plan import CampaignRequest, Cell
 from lab.campaign.tasks import RunRecord
 from lab.ground.errors import InputError
-from lab.ground.files import write_json
+from lab.ground.files import read_user_document, user_folder, write_json
 
 __all__ = ["CAMPAIGN_VERSION", "CampaignSummary", "read_campaign", "write_campaign"]
 
@@ -185,14 +184,11 @@ def write_campaign(out_dir: Path, summary: CampaignSummary) -> None:
 
 
 def read_campaign(folder: Path) -> dict[str, Any]:
+    """A campaign folder's campaign.json; InputError in one line naming what is wrong."""
+    user_folder(folder, "campaign folder")
     path = folder / "campaign.json"
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read: {exc.strerror}") from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
-    if not isinstance(raw, dict) or raw.get("v") != CAMPAIGN_VERSION:
+    raw = read_user_document(path, "campaign.json", kind="json")
+    if raw.get("v") != CAMPAIGN_VERSION:
         raise InputError(f"{path}: not a campaign.json of version {CAMPAIGN_VERSION}")
     return raw
 

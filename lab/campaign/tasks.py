@@ -42,6 +42,7 @@ class Task:
     cell: Cell
     seed: int
     failure: Failure | None = None
+    hosts_file: Path | None = None  # where a run on hosts runs (not part of its record)
 
     @property
     def kind(self) -> str:
@@ -53,13 +54,19 @@ class Task:
             spec = campaign_dir / "replays" / f"{self.failure.id}.json"
             spec.parent.mkdir(parents=True, exist_ok=True)
             write_json(spec, dict(self.failure.spec))
-            return ["run", "--spec", str(spec), "--runs-dir", runs]
+            return ["run", "--spec", str(spec), "--runs-dir", runs, *self._hosts()]
         cell = self.cell
         return [
             *("run", cell.scenario, "--seed", str(self.seed)),
             *("--backend", cell.backend, "--target", cell.target, "--mode", cell.mode),
             *("--runs-dir", runs),
+            *self._hosts(),
         ]
+
+    def _hosts(self) -> list[str]:
+        if self.cell.backend != "ssh" or self.hosts_file is None:
+            return []
+        return ["--hosts", str(self.hosts_file)]
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Comman
     campaign.add_argument("--scenarios", default="random", help="comma-separated (default random)")
     campaign.add_argument("--targets", default="broker_ref", help="comma-separated")
     campaign.add_argument("--backends", default="process", help="comma-separated")
+    campaign.add_argument("--hosts", type=Path, metavar="FILE", help="the hosts file of ssh")
     campaign.add_argument("--mode", default="", help="comma-separated modes (default: each own)")
     campaign.add_argument("--jobs", type=int, default=1, help="runs at once on this machine")
     campaign.add_argument("--shard", default="1/1", help="I/N: this machine's slice of the runs")
@@ -77,6 +78,8 @@ def _cmd_shrink(args: argparse.Namespace) -> int:
     budget = parse_budget(args.budget)
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     out = args.out or Path("shrinks") / f"{stamp}-{args.run_dir.name}"
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"{out}: a file, not a folder: give a new --out folder")
     if out.exists() and any(out.iterdir()):
         raise UsageError(f"{out} exists and is not empty: give a new --out folder")
     result = shrink_run(args.run_dir, budget_s=budget, tries=args.tries, out=out, say=say)
@@ -118,6 +121,7 @@ def _request(args: argparse.Namespace) -> CampaignRequest:
         modes=_names(args.mode),
         jobs=args.jobs,
         shard=shard,
+        hosts_file=args.hosts,
     )
 
 
@@ -136,6 +140,8 @@ def _cmd_campaign(args: argparse.Namespace) -> int:
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     shard = f"-shard{request.shard.index}of{request.shard.count}" if request.shard.count > 1 else ""
     out = args.out or Path("campaigns") / f"{stamp}-{request.seed}{shard}"
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"{out}: a file, not a folder: give a new --out folder")
     if out.exists() and any(out.iterdir()):
         raise UsageError(f"{out} exists and is not empty: give a new --out folder")
     say(f"lab: campaign into {out}, seed {request.seed}, shard {request.shard}")

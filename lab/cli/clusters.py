@@ -17,7 +17,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Comman
     """Add this part's subcommands to `sub`; return their handlers by name."""
     up = sub.add_parser("up", help="start a cluster behind Toxiproxy and leave it running")
     up.add_argument("--nodes", type=int, default=1)
-    up.add_argument("--backend", default="process")
+    up.add_argument("--backend", default="process", help="process (default), docker or ssh")
+    up.add_argument("--hosts", type=Path, metavar="FILE", help="the hosts file of --backend ssh")
     up.add_argument("--target", default="broker_ref", help="broker_ref or qpid-broker-j")
     up.add_argument(
         "--toxiproxy-port", type=int, help="the Toxiproxy API port (default: a free one)"
@@ -55,6 +56,7 @@ def _cmd_up(args: argparse.Namespace) -> int:
         target=args.target,
         toxiproxy_port=args.toxiproxy_port,
         mode=args.mode,
+        hosts_file=args.hosts,
     )
     print(json.dumps(described))
     return 0

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from lab.ground.extras import DOCKER, REPORTS, Extra
+from lab.ground.extras import DOCKER, HOSTS, REPORTS, Extra
 
 __all__ = ["PROBES", "Finding", "Probe"]
 
@@ -176,6 +176,7 @@ PROBES: tuple[Probe, ...] = (
     ),
     Probe("reports packages", REPORTS.enables, REPORTS.install_command, _extra(REPORTS)),
     Probe("docker packages", DOCKER.enables, DOCKER.install_command, _extra(DOCKER)),
+    Probe("hosts packages", HOSTS.enables, HOSTS.install_command, _extra(HOSTS)),
     Probe(
         "Java",
         "Broker-J and Artemis nodes, Spark reports, Allure (full_gc needs a JDK)",

@@ -17,12 +17,15 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from lab.cli.common import DEFAULT_STATE_DIR, Commands
 from lab.ground.cluster_settings import REPLICATE_LEVELS
 from lab.ground.errors import ClusterError, InputError, UsageError
-from lab.targets.management import Credentials, ManagementClient
+
+if TYPE_CHECKING:
+    from lab.targets.management import ManagementClient
 
 __all__ = ["register"]
 
@@ -65,17 +68,24 @@ def _cluster(state_dir: Path) -> dict[str, str]:
         raise InputError(f"{state}: cannot read the cluster state: {exc}") from exc
 
 
+def _connect(url: str, node: str) -> ManagementClient:
+    """A node's management client (its HTTP library is loaded only by `lab ha`)."""
+    from lab.targets.management import Credentials, ManagementClient
+
+    return ManagementClient(url, node, Credentials())
+
+
 def _client(broker: str, state_dir: Path) -> ManagementClient:
     if "://" in broker:
         url = urlsplit(broker)
         node = url.path.strip("/").rsplit("/", 1)[-1] or ""
         if not node:
             raise UsageError(f"{broker}: give the node's name too, e.g. http://127.0.0.1:8081/n1")
-        return ManagementClient(f"{url.scheme}://{url.netloc}", node, Credentials())
+        return _connect(f"{url.scheme}://{url.netloc}", node)
     nodes = _cluster(state_dir)
     if broker not in nodes:
         raise UsageError(f"no broker {broker!r} in the cluster (brokers: {', '.join(nodes)})")
-    return ManagementClient(nodes[broker], broker, Credentials())
+    return _connect(nodes[broker], broker)
 
 
 def _status(client: ManagementClient) -> str:
@@ -90,7 +100,7 @@ def _cmd_ha(args: argparse.Namespace) -> int:
     if args.ha_action == "status":
         if args.all:
             for node, url in _cluster(state_dir).items():
-                print(f"{node} {url} {_status(ManagementClient(url, node, Credentials()))}")
+                print(f"{node} {url} {_status(_connect(url, node))}")
             return 0
         broker = args.broker or _primary(state_dir) or next(iter(_cluster(state_dir)))
         status = _status(_client(broker, state_dir))
@@ -117,6 +127,6 @@ def _cmd_ha(args: argparse.Namespace) -> int:
 
 def _primary(state_dir: Path) -> str | None:
     for node, url in _cluster(state_dir).items():
-        if _status(ManagementClient(url, node, Credentials())) in PRIMARY:
+        if _status(_connect(url, node)) in PRIMARY:
             return node
     return None

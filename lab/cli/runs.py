@@ -30,7 +30,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Comman
         help="run a hand-written incident (TOML or JSON; docs/campaigns.md shows the format)",
     )
     run.add_argument("--seed", help="the run's seed (default: a random one, printed)")
-    run.add_argument("--backend", help="process (default) or docker")
+    run.add_argument("--backend", help="process (default), docker or ssh")
+    run.add_argument(
+        "--hosts", type=Path, metavar="FILE", help="the hosts file of --backend ssh (docs/hosts.md)"
+    )
     run.add_argument("--target", help="broker_ref (default) or qpid-broker-j")
     run.add_argument(
         "--mode",
@@ -58,6 +61,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Comman
         help="run it N times and say how often the original outcome came back (default 1)",
     )
     replay.add_argument("--runs-dir", type=Path, help="default: the runs folder it came from")
+    replay.add_argument("--hosts", type=Path, metavar="FILE", help="a run on hosts: its hosts file")
 
     sub.add_parser("list", help="list the scenarios")
 
@@ -78,7 +82,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.scenario is None:
         raise UsageError("name a scenario (`lab list`) or give an incident file with --spec FILE")
     backend, target = args.backend or "process", args.target or "broker_ref"
-    parts = parts_for(args.scenario, backend, target, args.mode)
+    parts = parts_for(args.scenario, backend, target, args.mode, args.hosts)
     scenario = parts.scenario
     if scenario.needs_spec:
         raise UsageError(f"scenario {scenario.name!r} runs an incident file: lab run --spec FILE")
@@ -104,9 +108,11 @@ def _run_incident(args: argparse.Namespace) -> int:
     ]
     if args.scenario is not None or given:
         extra = args.scenario or given[0]
-        raise UsageError(f"{extra}: an incident file gives its own settings (only --runs-dir)")
+        raise UsageError(
+            f"{extra}: an incident file gives its own settings (only --runs-dir and --hosts)"
+        )
     spec = load_incident(args.spec)
-    parts = parts_for(spec.scenario, spec.backend, spec.target, spec.group.mode)
+    parts = parts_for(spec.scenario, spec.backend, spec.target, spec.group.mode, args.hosts)
     return _execute(spec, parts, args.runs_dir)
 
 
@@ -123,7 +129,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     # A spec.json edited by hand is checked field by field, as an incident file is.
     spec = load_edited_spec(source.read_spec(), source.spec)
     try:
-        parts = parts_for(spec.scenario, spec.backend, spec.target, spec.group.mode)
+        parts = parts_for(spec.scenario, spec.backend, spec.target, spec.group.mode, args.hosts)
     except UsageError as exc:
         raise InputError(f"{source.spec}: {exc}") from None
     runs_dir = args.runs_dir or source.path.parent.parent
@@ -169,9 +175,11 @@ def _execute(spec: RunSpec, parts: RunParts, runs_dir: Path) -> int:
     """Exit 0: the prediction held; 1: it did not; 5: it did not, as a deviation the target
     declares (lab.judge.deviations): reproduced. A held run whose target declares a deviation
     for it says so on stderr (declared deviation not seen: fixed upstream?), and exits 0."""
+    from lab.run.disk import check_space
     from lab.run.progress import progress_for
     from lab.run.runner import run_scenario
 
+    check_space(runs_dir, spec)  # a runs folder clearly too small: one line, nothing started
     print(f"lab: running {spec.scenario} with seed {spec.seed}", file=sys.stderr)
     outcome = run_scenario(spec, parts, runs_dir, progress=progress_for(sys.stderr))
     deviation = outcome.judgement.deviation(spec.scenario, spec.backend, spec.group.mode)
@@ -201,7 +209,9 @@ def _cmd_list(args: argparse.Namespace) -> int:
 def _cmd_check(args: argparse.Namespace) -> int:
     from lab.judge.checker import check_path
 
-    result = check_path(args.path)
+    # A run folder's empty history is a run stopped before its load; a bare empty file is
+    # no history at all.
+    result = check_path(args.path, empty_ok=args.path.is_dir())
     if args.json:
         print(json.dumps(result.to_json()))
     else:

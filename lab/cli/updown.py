@@ -36,11 +36,17 @@ def cluster_up(
     toxiproxy_port: int | None,
     mode: str = REPLICATED_GROUP,
     timeout_s: float = 30.0,
+    hosts_file: Path | None = None,
 ) -> dict[str, Any]:
     """Start a cluster detached from this process; return what `lab up` prints. An
     active-passive cluster's manager is handed over to a process of its own."""
     if mode not in MODES:
         raise UsageError(f"unknown mode {mode!r} (known: {', '.join(MODES)})")
+    from lab.compose import read_hosts
+
+    hosts = read_hosts(backend, hosts_file)
+    if hosts is not None and mode == ACTIVE_PASSIVE:
+        raise UsageError("lab up --backend ssh runs replicated groups (active-passive: lab run)")
     state = _state_path(state_dir)
     if state.exists():
         raise UsageError(f"a cluster is already up (see {state}); run `lab down` first")
@@ -55,6 +61,7 @@ def cluster_up(
         detached=True,
         toxiproxy_port=toxiproxy_port,
         group=GroupSettings(mode=mode, active_passive=UP_SETTINGS),
+        hosts=hosts,
     )
     cluster.start(timeout_s=timeout_s)
     pids = cluster.pids()
@@ -74,8 +81,11 @@ def cluster_up(
             "mode": mode,
             "pids": pids,
             **_docker_record(cluster),
+            **_hosts_record(cluster),
         },
     )
+    if cluster.backend == "ssh":
+        cluster.stop()  # detached: only its SSH connections close; the nodes run on
     return described
 
 
@@ -87,6 +97,16 @@ def _docker_record(cluster: Cluster) -> dict[str, Any]:
 
     assert isinstance(cluster, DockerCluster)
     return {"docker_run": cluster.run_id, "containers": cluster.containers()}
+
+
+def _hosts_record(cluster: Cluster) -> dict[str, Any]:
+    """A hosts cluster's session (what `lab down` removes from the hosts) and hosts file."""
+    if cluster.backend != "ssh":
+        return {}
+    from lab.backends.ssh.cluster import SshCluster
+
+    assert isinstance(cluster, SshCluster)
+    return {"hosts_session": cluster.session.id, "hosts_file": str(cluster.inventory.source)}
 
 
 def _alive(pid: int) -> bool:
@@ -129,9 +149,28 @@ def cluster_down(state_dir: Path, timeout_s: float = 5.0) -> list[str]:
     if docker_run is not None:
         stopped += _docker_down(state, docker_run, Path(work_dir))
         return stopped
+    if recorded.get("backend") == "ssh":
+        stopped += _stop(pids, work_dir, timeout_s)
+        stopped += _hosts_down(str(recorded.get("hosts_session")))
+        state.unlink()
+        return stopped
     stopped += _stop({**_started_again(work_dir, pids), **pids}, work_dir, timeout_s)
     state.unlink()
     return stopped
+
+
+def _hosts_down(session: str) -> list[str]:
+    """Every node of a `lab up` session killed on its hosts and its folders removed."""
+    from lab.backends.ssh.session import SESSIONS, clean_session
+
+    record = SESSIONS.read(session)
+    if record is None:
+        return []
+    problems = clean_session(record.body)
+    if problems:
+        raise ClusterError("; ".join(problems))
+    record.remove()
+    return [f"{h['node']} on {h['name']}" for h in record.body.get("hosts", [])]
 
 
 def _started_again(work_dir: str, known: dict[str, int]) -> dict[str, int]:

@@ -8,7 +8,7 @@ import signal
 from pathlib import Path
 from typing import Any
 
-__all__ = ["die_with_parent", "popen_options", "process_alive"]
+__all__ = ["die_with_parent", "popen_options", "process_alive", "process_started"]
 
 _PR_SET_PDEATHSIG = 1
 
@@ -34,3 +34,14 @@ def process_alive(pid: int) -> bool:
         return False
     fields = stat.rsplit(")", 1)[-1].split()
     return bool(fields) and fields[0] != "Z"
+
+
+def process_started(pid: int) -> str | None:
+    """When process `pid` started (clock ticks since boot, as /proc says), or None when it is
+    gone: a pid and its start time name one process, even once the pid is used again."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[-1].split()
+    return fields[19] if len(fields) > 19 else None

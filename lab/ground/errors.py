@@ -4,6 +4,7 @@
     ├── UsageError                bad arguments: an unknown scenario, a bad seed, a bad option
     ├── InputError                a file the lab was given cannot be read (names file and line)
     ├── SetupError                something the lab needs is missing (Toxiproxy, Go, a package)
+    ├── DiskFullError             a folder the lab writes into is full (or refused a write)
     └── ClusterError              the cluster could not be started or reached
         └── PortClashError        a port the lab was told to use is taken
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 __all__ = [
     "ClusterError",
+    "DiskFullError",
     "InputError",
     "LabError",
     "PortClashError",
@@ -36,6 +38,10 @@ class InputError(LabError):
 
 class SetupError(LabError):
     """Something the lab needs is not installed or cannot be found."""
+
+
+class DiskFullError(LabError):
+    """A folder the lab writes into has no room (or refused a write); the message names it."""
 
 
 class ClusterError(LabError):

@@ -3,9 +3,10 @@ environment has it, and the one-line refusal when a command needs one that is mi
 
     reports   PySpark, DuckDB, matplotlib   `lab report`, a campaign's report, timeline charts
     docker    the Docker SDK, testcontainers   `--backend docker`, `lab images`
+    hosts     AsyncSSH                      `--backend ssh`
 
 The first set-up (`scripts/bootstrap.sh`) installs neither, so a first run waits for nothing it
-does not use; `scripts/bootstrap.sh --reports`, `--docker` or `--tests` add them.
+does not use; `scripts/bootstrap.sh --reports`, `--docker`, `--hosts` or `--tests` add them.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 
 from lab.ground.errors import SetupError
 
-__all__ = ["DOCKER", "EXTRAS", "REPORTS", "Extra", "require"]
+__all__ = ["DOCKER", "EXTRAS", "HOSTS", "REPORTS", "Extra", "require"]
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,8 @@ REPORTS = Extra(
     "Spark reports (`lab report`, campaigns' reports)",
 )
 DOCKER = Extra("docker", ("docker", "testcontainers"), "the Docker backend (`--backend docker`)")
-EXTRAS = (REPORTS, DOCKER)
+HOSTS = Extra("hosts", ("asyncssh",), "the hosts backend (`--backend ssh`)")
+EXTRAS = (REPORTS, DOCKER, HOSTS)
 
 
 def require(extra: Extra, needed_by: str) -> None:

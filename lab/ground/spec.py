@@ -32,7 +32,7 @@ __all__ = [
     "parse_seed",
 ]
 
-BACKENDS = ("process", "docker")
+BACKENDS = ("process", "docker", "ssh")
 TARGETS = ("broker_ref", "qpid-broker-j")
 SPEC_VERSION = 1
 MAX_SEED = 2**63 - 1

@@ -35,6 +35,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from lab.ground.errors import InputError
+from lab.ground.files import user_file
 from lab.judge.check_result import CheckResult, IdSet
 from lab.judge.columnar import fresh_history_parquet, parquet_batches
 from lab.judge.history_jsonl import (
@@ -52,18 +53,26 @@ __all__ = ["CheckResult", "IdSet", "check_path", "check_table", "read_history"]
 _PARQUET_COLUMNS = ("process", "type", "f", "value")
 
 
-def check_path(path: Path) -> CheckResult:
+def check_path(path: Path, *, empty_ok: bool = True) -> CheckResult:
     """Check a `history.jsonl`, or the one in a run directory.
 
-    Raises `InputError` naming the file (and the line) when the history cannot be read.
+    Raises `InputError` naming the file (and the line) when the history cannot be read,
+    and, unless `empty_ok`, when it holds no operation.
     """
     history = path / "history.jsonl" if path.is_dir() else path
+    user_file(history, "history")
     copy = fresh_history_parquet(history)
     if copy is not None:
-        result = _check_parquet(copy)
-        if result is not None:
-            return result
-    return _check_jsonl(history)
+        tally = _check_parquet(copy)
+        if tally is not None:
+            return _result(history, tally, empty_ok)
+    return _result(history, _check_jsonl(history), empty_ok)
+
+
+def _result(history: Path, tally: QueueTally, empty_ok: bool) -> CheckResult:
+    if tally.operations == 0 and not empty_ok:
+        raise InputError(f"{history}: empty: a history holds at least one operation")
+    return tally.result()
 
 
 def read_history(path: Path) -> pa.Table:
@@ -97,7 +106,7 @@ def _length(path: Path) -> int:
         raise read_error(path, error) from error
 
 
-def _check_jsonl(history: Path) -> CheckResult:
+def _check_jsonl(history: Path) -> QueueTally:
     length = _length(history)
     tally = QueueTally()
     for table in jsonl_tables(history, CHECKED, length=length):
@@ -105,11 +114,11 @@ def _check_jsonl(history: Path) -> CheckResult:
             problem = tally.add(batch)
             if problem is not None:
                 raise locate_error(history, length, problem)
-    return tally.result()
+    return tally
 
 
-def _check_parquet(copy: Path) -> CheckResult | None:
-    """The result from the columnar copy; None if the copy cannot be used after all."""
+def _check_parquet(copy: Path) -> QueueTally | None:
+    """The tally of the columnar copy; None if the copy cannot be used after all."""
     tally = QueueTally()
     try:
         for batch in parquet_batches(copy, _PARQUET_COLUMNS):
@@ -117,4 +126,4 @@ def _check_parquet(copy: Path) -> CheckResult | None:
                 return None
     except (OSError, pa.ArrowException):
         return None
-    return tally.result()
+    return tally

@@ -30,13 +30,13 @@ The outcomes (`DeviationOutcome.status`) of a run with declarations for it:
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from lab.ground.errors import InputError
+from lab.ground.files import read_user_document
 from lab.ground.paths import LAB_ROOT
 from lab.judge.checker import CheckResult
 from lab.judge.metrics import RunMetrics
@@ -385,8 +385,8 @@ def parse_declarations(raw: Mapping[str, Any], source: str) -> Declarations:
 def load_declarations(path: Path) -> Declarations:
     """The declarations in `path` (TOML); an InputError naming the file and what is wrong."""
     shown = path.relative_to(LAB_ROOT) if path.is_relative_to(LAB_ROOT) else path
+    raw = read_user_document(path, "deviations file", kind="toml")
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
         return parse_declarations(raw, str(shown))
-    except (OSError, tomllib.TOMLDecodeError, ValueError) as exc:
+    except ValueError as exc:
         raise InputError(f"{path}: {exc}") from None

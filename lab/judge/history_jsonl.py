@@ -1,16 +1,21 @@
 """Reading a history.jsonl (docs/run-folder.md) in batches, and naming its first bad line.
 
-`jsonl_tables` cuts the file at line ends into chunks of about `CHUNK_BYTES` and parses them
-with pyarrow's JSON reader on a small thread pool, handing the tables back in file order;
-at most `_IN_FLIGHT` chunks are held at a time, so memory does not grow with the file. A
-torn last line is left out (`complete_length`). When pyarrow refuses a chunk, or a batch
-breaks a rule of the format (`batch_problem`), `locate_error` scans the file from the top
-with Python's json module for the first bad line and names it: `file:line: what`.
+`jsonl_tables` cuts the file at line ends into chunks of about `CHUNK_BYTES`, each read once
+and handed on without a copy, and parses them with pyarrow's JSON reader on a small thread
+pool, handing the tables back in file order; at most `_IN_FLIGHT` chunks are held at a time,
+so memory does not grow with the file, and no line longer than `LINE_LIMIT` is read whole.
+A torn last line is left out (`complete_length`); anything else after the last newline is
+an error. Each chunk must be UTF-8 text (pyarrow takes any byte inside a string). When
+pyarrow refuses a chunk, or a batch breaks a rule of the format (`batch_problem`),
+`locate_error` scans the file from the top with Python's json module for the first bad line
+and names it: `file:line: what`.
 """
 
 from __future__ import annotations
 
+import codecs
 import json
+import os
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -22,6 +27,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
 from lab.ground.errors import InputError
+from lab.ground.files import LINE_LIMIT, first_text_problem, text_problem
 
 __all__ = [
     "CHECKED",
@@ -57,34 +63,89 @@ _WORKERS = 2
 _INT_FIELDS = ("index", "time")
 _INT64_MIN = -(2**63)
 _INT64_MAX = 2**63 - 1
-_TAIL_CHUNK = 1 << 16
+_READ_BLOCK = 1 << 20
 
 
 def complete_length(path: Path) -> int:
-    """The length of the file without a torn last line (raises OSError if unreadable)."""
+    """The length of the file without a torn last line (raises OSError if unreadable).
+
+    A torn line is what a writer killed half-way leaves: text that begins a JSON object.
+    Anything else after the last newline (binary data, text that is no JSON, a line longer
+    than `LINE_LIMIT`) is an `InputError` naming the file and the line; only the file's
+    last `LINE_LIMIT` bytes are read to tell."""
     with path.open("rb") as stream:
         size = stream.seek(0, 2)
         if size == 0:
             return 0
-        stream.seek(size - 1)
-        if stream.read(1) == b"\n":
-            return size
-        start = size
-        tail = b""
-        while start > 0:
-            start = max(0, start - _TAIL_CHUNK)
-            stream.seek(start)
-            tail = stream.read(size - start)
-            cut = tail.rfind(b"\n")
-            if cut >= 0:
-                start += cut + 1
-                tail = tail[cut + 1 :]
-                break
+        start = max(0, size - LINE_LIMIT - 1)
+        stream.seek(start)
+        tail = stream.read(size - start)
+    if tail.endswith(b"\n"):
+        return size
+    cut = tail.rfind(b"\n")
+    if cut < 0 and start > 0:
+        raise _first_of(path, start, f"a line longer than {LINE_LIMIT >> 20} MiB")
+    begins = start + cut + 1
+    tail = tail[cut + 1 :]
     try:
         json.loads(tail)
     except ValueError:
-        return start
+        problem = _torn_problem(tail)
+        if problem is not None:
+            raise _first_of(path, begins, problem) from None
+        return begins
     return size
+
+
+def _first_of(path: Path, tail_at: int, problem: str) -> InputError:
+    """The error for what follows the last newline, unless the file's first bytes are
+    already not text (a binary file is named by its first bad line, not its last)."""
+    with path.open("rb") as stream:
+        head = stream.read(min(tail_at, _READ_BLOCK))
+    found = first_text_problem(head)
+    if found is not None:
+        line, what = found
+        return InputError(f"{path}:{line}: {what}")
+    return InputError(f"{path}:{_line_number(path, tail_at)}: {problem}")
+
+
+def _torn_problem(tail: bytes) -> str | None:
+    """Why text after the last newline is not the start of a line a writer was killed in."""
+    found = text_problem(tail)
+    if found is not None:
+        offset, what = found
+        if not (what.startswith("not UTF-8") and _cut_character(tail[offset:])):
+            return f"{what} at column {offset + 1})"
+    if tail.strip() and not tail.lstrip().startswith(b"{"):
+        return "not a JSON object"
+    return None
+
+
+def _cut_character(rest: bytes) -> bool:
+    """Whether `rest` is the beginning of one UTF-8 character, cut off by the file's end."""
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(rest, final=False)
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _line_number(path: Path, offset: int) -> int:
+    """The number of the line that holds byte `offset` (counted by reading up to it)."""
+    lines = 1
+    with path.open("rb") as stream:
+        while offset > 0:
+            block = stream.read(min(_READ_BLOCK, offset))
+            if not block:
+                break
+            lines += block.count(b"\n")
+            offset -= len(block)
+    return lines
+
+
+def _long_line(path: Path, offset: int) -> InputError:
+    limit = f"{LINE_LIMIT >> 20} MiB"
+    return InputError(f"{path}:{_line_number(path, offset)}: a line longer than {limit}")
 
 
 def read_error(path: Path, error: OSError) -> InputError:
@@ -100,7 +161,8 @@ def jsonl_tables(
 ) -> Iterator[pa.Table]:
     """The complete lines of `path` (its first `length` bytes) as tables of `schema`, in order.
 
-    Raises `InputError` naming the file (and the first bad line when pyarrow refuses one).
+    Raises `InputError` naming the file (and the first bad line when pyarrow refuses one,
+    or a chunk is not UTF-8 text).
     """
     if length is None:
         try:
@@ -118,7 +180,7 @@ def jsonl_tables(
                     yield pending.popleft().result()
             while pending:
                 yield pending.popleft().result()
-        except pa.ArrowInvalid as error:
+        except (pa.ArrowInvalid, UnicodeDecodeError) as error:
             raise locate_error(path, length, str(error)) from error
         except OSError as error:
             raise read_error(path, error) from error
@@ -127,31 +189,42 @@ def jsonl_tables(
                 future.cancel()
 
 
-def _chunks(path: Path, length: int, chunk_bytes: int) -> Iterator[bytes]:
-    """The first `length` bytes of `path` in pieces that end at a line end."""
-    remaining = length
-    carry = b""
-    with path.open("rb") as stream:
-        while remaining > 0:
-            block = stream.read(min(chunk_bytes, remaining))
+def _chunks(path: Path, length: int, chunk_bytes: int) -> Iterator[memoryview]:
+    """The first `length` bytes of `path` in pieces that end at a line end, each read once
+    and handed on without a copy: the part of a line a piece cut off is read again, as the
+    beginning of the next piece."""
+    position = 0
+    with path.open("rb", buffering=0) as stream:
+        descriptor = stream.fileno()
+        while position < length:
+            block = os.pread(descriptor, min(chunk_bytes, length - position), position)
             if not block:
-                break
-            remaining -= len(block)
-            data = carry + block if carry else block
-            cut = len(data) if remaining <= 0 else data.rfind(b"\n") + 1
-            if cut == 0:
-                carry = data
-                continue
-            carry = data[cut:]
-            if data[:cut].strip():
-                yield data[:cut] if cut < len(data) else data
-    if carry.strip():
-        yield carry
+                return
+            end = len(block)
+            if position + end < length:
+                end = block.rfind(b"\n") + 1
+                if end == 0:  # one line longer than a piece: read on to its end
+                    block = _whole_line(path, descriptor, position, length, len(block))
+                    end = len(block)
+            yield memoryview(block)[:end]
+            position += end
 
 
-def _parse(chunk: bytes, schema: pa.Schema) -> pa.Table:
+def _whole_line(path: Path, descriptor: int, position: int, length: int, read: int) -> bytes:
+    """The bytes from `position` to the end of its line, if the line is within `LINE_LIMIT`."""
+    limit = min(length - position, LINE_LIMIT + 1)
+    block = os.pread(descriptor, limit, position)
+    end = block.find(b"\n", read - 1) + 1
+    if end == 0 and len(block) < length - position:
+        raise _long_line(path, position)
+    return block[:end] if end else block
+
+
+def _parse(chunk: memoryview, schema: pa.Schema) -> pa.Table:
+    # The JSON reader takes any byte in a string: the text is checked first.
+    codecs.utf_8_decode(chunk, "strict", True)
     table = pa_json.read_json(
-        pa.BufferReader(chunk),
+        pa.BufferReader(pa.py_buffer(chunk)),
         read_options=pa_json.ReadOptions(use_threads=False, block_size=max(len(chunk), 1 << 20)),
         parse_options=pa_json.ParseOptions(
             explicit_schema=schema, unexpected_field_behavior="ignore"
@@ -185,9 +258,14 @@ def locate_error(path: Path, length: int, detail: str) -> InputError:
     try:
         with path.open("rb") as stream:
             consumed = 0
-            for number, line in enumerate(stream, start=1):
-                if consumed >= length:
+            number = 0
+            while consumed < length:
+                line = stream.readline(LINE_LIMIT + 1)
+                if not line:
                     break
+                number += 1
+                if len(line) > LINE_LIMIT and not line.endswith(b"\n"):
+                    return _long_line(path, consumed)
                 consumed += len(line)
                 problem = _line_problem(line)
                 if problem is not None:
@@ -198,10 +276,13 @@ def locate_error(path: Path, length: int, detail: str) -> InputError:
 
 
 def _line_problem(line: bytes) -> str | None:
+    found = first_text_problem(line)
+    if found is not None:
+        return found[1]
     if not line.strip():
         return None
     try:
-        record = json.loads(line, object_pairs_hook=_unique_keys)
+        record = json.loads(line.decode("utf-8"), object_pairs_hook=_unique_keys)
     except _DuplicateKeyError as error:
         return str(error)
     except json.JSONDecodeError as error:

@@ -20,11 +20,6 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from lab.ground.spec import RunSpec
-from lab.judge.metrics import read_events
-from lab.judge.result import Interruption, RunResult, judge_run
-from lab.run.reproduce import reproduce_command
-
 __all__ = ["ACTIVE_DIR", "register", "settle_orphans", "unregister"]
 
 ACTIVE_DIR = Path(tempfile.gettempdir()) / "lab-active-runs"
@@ -57,6 +52,8 @@ def unregister(entry: Path) -> None:
 
 def _phase_and_left(folder: Path) -> tuple[str, tuple[str, ...]]:
     """The last phase the run reached, and the faults it applied and never healed."""
+    from lab.judge.metrics import read_events
+
     events = read_events(folder / "events.jsonl")
     phases = [str(e.get("phase")) for e in events if e.get("kind") == "workload.phase"]
     reached = [p for p in phases if p not in ("teardown", "end")]
@@ -70,6 +67,11 @@ def _phase_and_left(folder: Path) -> tuple[str, tuple[str, ...]]:
 def _settle(folder: Path) -> None:
     if (folder / "result.json").is_file() or not (folder / "spec.json").is_file():
         return
+    # Loaded only when a dead run is found: every `lab` command looks, few find one.
+    from lab.ground.spec import RunSpec
+    from lab.judge.result import Interruption, RunResult, judge_run
+    from lab.run.reproduce import reproduce_command
+
     spec = RunSpec.from_json(json.loads((folder / "spec.json").read_text()), folder / "spec.json")
     phase, left = _phase_and_left(folder)
     how = Interruption(

@@ -99,12 +99,15 @@ class NoCluster:
 @dataclass(frozen=True)
 class RunParts:
     """What a run is made of besides its spec: the scenario (its prediction), what the
-    target is like (its traits), how to make the cluster, and the run's timeouts that the
-    prediction's bounds add (None: broker_ref's model with the target's allowances)."""
+    target is like (its traits), how to make the cluster (on the hosts backend, from the
+    hosts file `hosts_file`, which a reproducing command must name again), and the run's
+    timeouts that the prediction's bounds add (None: broker_ref's model with the target's
+    allowances)."""
 
     scenario: Scenario
     target: TargetTraits
     cluster: ClusterFactory
+    hosts_file: Path | None = None
     timings: Callable[[RunSpec], Timings] | None = None
 
     def timings_of(self, spec: RunSpec) -> Timings:

@@ -1,16 +1,18 @@
-"""The run folder of docs/run-folder.md, and its line-buffered JSONL writers.
+"""The run folder of docs/run-folder.md, and its whole-line JSONL writers.
 
     runs/<scenario>/<UTC yyyymmddTHHMMSSZ>-<seed>/
       spec.json  schedule.jsonl  history.jsonl  events.jsonl  nodes/<node>/  result.json
     runs/<scenario>/latest -> the newest run folder
 
-Every file is appended line by line and flushed, so a run killed half-way
-still leaves readable JSONL. A folder is never rewritten: a name that exists
-already gets a numeric suffix.
+Every file is appended a whole line at a time, one write each, so a run killed half-way
+still leaves readable JSONL; a write that fails (a full disk) is cut back off the file, so
+it still ends at a line end, and is handed to the run's `WriteWatch`. A folder is never
+rewritten: a name that exists already gets a numeric suffix.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
@@ -18,9 +20,11 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from lab.ground.errors import InputError, UsageError
+from lab.ground.files import read_user_document, user_folder
+from lab.run.disk import WriteWatch
 
 __all__ = ["EventLog", "HistoryRecorder", "JsonlWriter", "RunClock", "RunFolder"]
 
@@ -40,30 +44,69 @@ class RunClock:
         return time.monotonic_ns() - self.start_ns
 
 
-class JsonlWriter:
-    """Appends one JSON object per line, flushed per line; safe from many threads."""
+class _Lines:
+    """An append-only file of whole lines: each line one write; a write that fails is cut
+    back off the file, so the file ends at a line end, and every later line is dropped.
 
-    def __init__(self, path: Path) -> None:
+    With a `WriteWatch` the failure is handed to it (the runner stops the run); without one
+    it is raised."""
+
+    def __init__(self, path: Path, watch: WriteWatch | None) -> None:
+        self.path = path
+        self._watch = watch
+        self._fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._size = os.fstat(self._fd).st_size
+        self.failed = False
+
+    def append(self, data: bytes) -> bool:
+        """Append one line (the caller holds its lock); False once the file stopped taking."""
+        if self._fd is None or self.failed:
+            return False
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[os.write(self._fd, view) :]
+        except OSError as error:
+            self.failed = True
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, self._size)
+            if self._watch is None:
+                raise
+            self._watch.failed(self.path, error)
+            return False
+        self._size += len(data)
+        return True
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+class JsonlWriter:
+    """Appends one JSON object per line, one write each; safe from many threads. A write that
+    fails goes to `watch` (or is raised without one) and the file keeps its whole lines."""
+
+    def __init__(self, path: Path, watch: WriteWatch | None = None) -> None:
         self.path = path
         self._lock = threading.Lock()
-        self._file: IO[str] = path.open("a", buffering=1, encoding="utf-8")
+        self._lines = _Lines(path, watch)
 
     def write(self, obj: dict[str, Any]) -> None:
-        line = json.dumps(obj, separators=(",", ":")) + "\n"
+        line = (json.dumps(obj, separators=(",", ":")) + "\n").encode("utf-8")
         with self._lock:
-            if not self._file.closed:
-                self._file.write(line)
+            self._lines.append(line)
 
     def close(self) -> None:
         with self._lock:
-            self._file.close()
+            self._lines.close()
 
 
 class EventLog:
     """events.jsonl (docs/run-folder.md, events.jsonl)."""
 
-    def __init__(self, path: Path, clock: RunClock) -> None:
-        self._out = JsonlWriter(path)
+    def __init__(self, path: Path, clock: RunClock, watch: WriteWatch | None = None) -> None:
+        self._out = JsonlWriter(path, watch)
         self._clock = clock
 
     def emit(self, kind: str, node: str | None = None, **fields: Any) -> None:
@@ -78,24 +121,28 @@ class EventLog:
 class HistoryRecorder:
     """history.jsonl (docs/run-folder.md): the single writer, which numbers operations.
 
-    Workers send operations without `index`; `record` adds it in file order.
+    Workers send operations without `index`; `record` adds it in file order. A write that
+    fails goes to `watch` (or is raised without one); the operations after it are dropped,
+    and the file keeps its whole lines.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, watch: WriteWatch | None = None) -> None:
         self._path = path
         self._lock = threading.Lock()
-        self._file: IO[str] = path.open("a", buffering=1, encoding="utf-8")
+        self._lines = _Lines(path, watch)
         self._next = 0
         self.acknowledged = 0
         self.received = 0
+        self.processes: set[str] = set()
+        """The client processes that recorded an operation."""
 
     def record(self, op: dict[str, Any]) -> None:
         with self._lock:
-            if self._file.closed:
-                return
             line = json.dumps({"index": self._next, **op}, separators=(",", ":"))
-            self._file.write(line + "\n")
+            if not self._lines.append((line + "\n").encode("utf-8")):
+                return
             self._next += 1
+            self.processes.add(str(op.get("process")))
             if op.get("type") == "ok":
                 if op.get("f") == "send":
                     self.acknowledged += 1
@@ -108,7 +155,7 @@ class HistoryRecorder:
 
     def close(self) -> None:
         with self._lock:
-            self._file.close()
+            self._lines.close()
 
 
 @dataclass(frozen=True)
@@ -172,16 +219,13 @@ class RunFolder:
 
     @staticmethod
     def open_existing(path: Path) -> RunFolder:
+        """A run folder given by a user; InputError when it is none (or cannot be read)."""
+        user_folder(path, "run folder")
         folder = RunFolder(path.resolve() if path.is_symlink() else path)
-        if not folder.spec.is_file():
+        if not folder.spec.exists():
             raise InputError(f"{path}: not a run folder (no spec.json)")
         return folder
 
     def read_spec(self) -> dict[str, Any]:
-        try:
-            raw = json.loads(self.spec.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as exc:
-            raise InputError(f"{self.spec}: cannot read the run spec: {exc}") from exc
-        if not isinstance(raw, dict):
-            raise InputError(f"{self.spec}:1: the run spec must be a JSON object")
-        return raw
+        """spec.json as a user may have edited it: a JSON object, or one InputError line."""
+        return read_user_document(self.spec, "run spec", kind="json")

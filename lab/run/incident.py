@@ -19,8 +19,6 @@ one-line InputError naming the file and the field.
 from __future__ import annotations
 
 import dataclasses
-import json
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -29,6 +27,7 @@ from faults.schedule_check import check_schedule
 from lab.ground.cluster_settings import ActivePassiveSettings
 from lab.ground.errors import InputError, UsageError
 from lab.ground.faultops import FaultOp, canonical
+from lab.ground.files import read_user_document
 from lab.ground.spec import (
     SPEC_VERSION,
     Durability,
@@ -239,17 +238,7 @@ def validate_spec(spec: RunSpec) -> None:
 
 def load_incident(path: Path) -> RunSpec:
     """The run spec an incident file describes, checked; InputError names file and field."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read the incident file: {exc.strerror}") from None
-    try:
-        raw: Any = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
-    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
-        kind = "TOML" if path.suffix == ".toml" else "JSON"
-        raise InputError(f"{path}: not valid {kind}: {exc}") from None
-    if not isinstance(raw, Mapping):
-        raise InputError(f"{path}: an incident is a table of settings")
+    raw = read_user_document(path, "incident file")
     try:
         spec = _spec(raw)
         validate_spec(spec)

@@ -33,6 +33,8 @@ def reproduce_command(spec: RunSpec, folder: Path, parts: RunParts | None = None
     """`lab run …` when the spec comes from its scenario and seed (given the parts the run
     was made of), else `lab replay FOLDER`."""
     replay = f"{LAB} replay {shlex.quote(str(folder))}"
+    if parts is not None and parts.hosts_file is not None:
+        replay += f" --hosts {shlex.quote(str(parts.hosts_file))}"
     if parts is None:
         return replay
     scenario, target = parts.scenario, parts.target
@@ -45,6 +47,8 @@ def reproduce_command(spec: RunSpec, folder: Path, parts: RunParts | None = None
     words = [LAB, "run", spec.scenario, "--seed", str(spec.seed)]
     if spec.backend != "process":
         words += ["--backend", spec.backend]
+    if parts.hosts_file is not None:
+        words += ["--hosts", str(parts.hosts_file)]
     if spec.target != "broker_ref":
         words += ["--target", spec.target]
     base = SCENARIOS.get(spec.scenario)

@@ -1,7 +1,11 @@
 """One run of a scenario, end to end, into one run folder (architecture.md, data flow).
 
-    spec.json → schedule.jsonl (planned) → cluster up → workers → faults on schedule
-    → heal all → producers stop → consumers drain → judge → result.json
+    spec.json → schedule.jsonl (planned) → cluster up → workers → every producer sending
+    → faults on schedule → heal all → producers stop → consumers drain → judge → result.json
+
+The schedule's times and the load's duration count from the moment every producer has
+recorded its first operation, so a slow start (a busy machine) does not move the faults
+before the load.
 
 Heals, workers and the cluster are torn down in `finally`, also on Ctrl-C and SIGTERM.
 What the run is made of (the scenario, the target's traits, how to make the cluster)
@@ -32,16 +36,26 @@ from lab.judge.columnar import write_columnar_copies
 from lab.judge.deviations import load_declarations
 from lab.judge.metrics import RunMetrics
 from lab.judge.prediction import Verdict
-from lab.judge.result import Interruption, Judgement, ReplayOf, RunResult, judge_run
+from lab.judge.result import Judgement, ReplayOf, RunResult, judge_run
 from lab.run.active import register, unregister
 from lab.run.cluster import Cluster, RunParts
+from lab.run.disk import WriteWatch, check_space, space_needed
 from lab.run.folder import EventLog, HistoryRecorder, JsonlWriter, RunClock, RunFolder
 from lab.run.incident import validate_spec
 from lab.run.progress import NoProgress, Progress
 from lab.run.reproduce import reproduce_command
+from lab.run.stops import (
+    WriteStopped,
+    interruption_by_a_signal,
+    interruption_of,
+    one_line,
+    stopped_by_a_write,
+)
 from lab.run.workers import VIRTUAL_NODE, WorkerProcess, worker_plans
 
-__all__ = ["RunOutcome", "run_scenario"]
+__all__ = ["SENDERS_DEADLINE_S", "RunOutcome", "run_scenario"]
+
+SENDERS_DEADLINE_S = 120.0  # the longest a run waits for its producers' first operations
 
 
 @dataclass(frozen=True)
@@ -102,11 +116,12 @@ class _Run:
         self.folder = folder
         self.progress = progress
         self.clock = RunClock()
-        self.events = EventLog(folder.events, self.clock)
+        self.watch = WriteWatch()  # the first write into the run folder that fails
+        self.events = EventLog(folder.events, self.clock, self.watch)
         # Ties the run's clock (ns since its start) to the wall clock, for reports.
         self.events.emit("run.start", None, wall_ns=time.time_ns() - self.clock.now())
-        self.schedule_log = JsonlWriter(folder.schedule)
-        self.history = HistoryRecorder(folder.history)
+        self.schedule_log = JsonlWriter(folder.schedule, self.watch)
+        self.history = HistoryRecorder(folder.history, self.watch)
         self.workers: list[WorkerProcess] = []
         self.cluster: Cluster | None = None
         self.current_phase = "setup"
@@ -116,6 +131,21 @@ class _Run:
         self.progress.counts(
             self.clock.now() / 1e9, self.history.acknowledged, self.history.received
         )
+        self.stop_if_a_write_failed()
+
+    def stop_if_a_write_failed(self) -> None:
+        """The first write into the run folder that failed stops the run (heals and teardown
+        follow in `finally`): WriteStopped."""
+        failure = self.watch.first
+        if failure is not None:
+            raise WriteStopped(failure)
+
+    def write_json(self, path: Path, obj: Any) -> None:
+        """A JSON file of the run folder, whole or absent; a failure goes to the watch."""
+        try:
+            write_json(path, obj)
+        except OSError as error:
+            self.watch.failed(path, error)
 
     def wait(self, seconds: float, until: Callable[[], bool] = lambda: False) -> bool:
         deadline = time.monotonic() + seconds
@@ -140,7 +170,8 @@ class _Run:
 
     def execute(self) -> None:
         spec = self.spec
-        write_json(self.folder.spec, spec.to_json())
+        self.write_json(self.folder.spec, spec.to_json())
+        self.stop_if_a_write_failed()
         for op in spec.schedule:
             self.schedule_log.write({"phase": "planned", **op.to_json()})
         self.cluster = self.parts.cluster(spec, self.folder.path, self.events)
@@ -164,7 +195,7 @@ class _Run:
         log_dir = self.folder.path / "workers"
         log_dir.mkdir(exist_ok=True)
         for plan in plans:
-            worker = WorkerProcess(plan, self.history, log_dir, self.events)
+            worker = WorkerProcess(plan, self.history, log_dir, self.events, self.watch)
             self.workers.append(worker)
         producers = [w for w in self.workers if w.plan.role == "producer"]
         consumers = [w for w in self.workers if w.plan.role == "consumer"]
@@ -173,6 +204,7 @@ class _Run:
         for worker in early:
             worker.start()
         self.phase("load")
+        self._wait_for_senders(producers)
         load_started = time.monotonic_ns()
         with Nemesis(
             cluster,
@@ -205,6 +237,22 @@ class _Run:
             until=lambda: not any(w.running for w in consumers),
         )
         self._snapshot_nodes(cluster)
+        self.stop_if_a_write_failed()
+
+    def _wait_for_senders(self, producers: list[WorkerProcess]) -> None:
+        """The schedule and the load's length count from a load that flows: until every
+        producer has recorded an operation (a worker takes seconds to start on a busy
+        machine, and a fault before that strikes an idle cluster), or one has exited, or
+        `SENDERS_DEADLINE_S` passed (then the run goes on, and an event says so)."""
+        names = {w.plan.process for w in producers}
+        started = time.monotonic()
+
+        def sending() -> bool:
+            return names <= self.history.processes or not all(w.running for w in producers)
+
+        if not self.wait(SENDERS_DEADLINE_S, until=sending):
+            self.events.emit("workload.slow_start", None, waited_s=SENDERS_DEADLINE_S)
+        self.events.emit("workload.flowing", None, after_s=round(time.monotonic() - started, 3))
 
     def _snapshot_nodes(self, cluster: Cluster) -> None:
         """Store listings and the nodes' own view, taken at the end."""
@@ -234,7 +282,7 @@ class _Run:
                     "queue_depths": dict(status.queue_depths),
                 },
             }
-            write_json(node.node_dir / "store.json", listing)
+            self.write_json(node.node_dir / "store.json", listing)
             self.events.emit("node.status", name, role=None if status is None else status.role)
 
     def _teardown(self) -> None:
@@ -279,6 +327,7 @@ def run_scenario(
     preflight(probe, spec.schedule)
     if parts.target.deviations is not None:  # a broken declaration file fails now, not at the end
         load_declarations(Path(parts.target.deviations))
+    free_at_start = check_space(runs_dir, spec)
     folder = RunFolder.create(runs_dir, spec.scenario, spec.seed)
     reproduce = reproduce_command(spec, folder.path, parts)
     entry = register(folder.path)
@@ -291,22 +340,33 @@ def run_scenario(
                 run.current_phase = "judge"
                 _write_copies(folder)
                 prediction = parts.scenario.prediction_for(spec)
+                timings = parts.timings_of(spec)
                 judgement = judge_run(
-                    folder.history,
-                    folder.events,
-                    prediction,
-                    parts.target,
-                    parts.timings_of(spec),
+                    folder.history, folder.events, prediction, parts.target, timings
                 )
-                RunResult.judged(spec, judgement, reproduce, replay_of).write(folder.result)
+                run.write_json(folder.result, _judged(spec, judgement, reproduce, replay_of))
+                run.stop_if_a_write_failed()  # result.json could not be written
             except BaseException as exc:
-                how = _interruption(exc, run)
+                stopped = stopped_by_a_write(exc)
+                healed = tuple(run.nemesis.healed_at_end) if run.nemesis is not None else ()
+                how = (
+                    interruption_by_a_signal(exc, run.current_phase, healed)
+                    if stopped is None
+                    else interruption_of(stopped, exc, run.current_phase, healed)
+                )
                 _write_copies(folder)
                 if how is None:
-                    RunResult.failed(spec, exc, reproduce, replay_of).write(folder.result)
+                    result = RunResult.failed(spec, exc, reproduce, replay_of)
                 else:
                     judged = _judge_what_is_there(folder, spec, parts)
-                    RunResult.stopped(spec, how, reproduce, judged, replay_of).write(folder.result)
+                    result = RunResult.stopped(spec, how, reproduce, judged, replay_of)
+                run.write_json(folder.result, result.to_json())
+                if stopped is not None and how is not None:
+                    written = folder.result.is_file()
+                    needed = space_needed(spec)
+                    raise one_line(
+                        stopped, how, runs_dir, folder.path, needed, free_at_start, written
+                    ) from None
                 exc.add_note(f"run folder: {folder.path}")
                 exc.add_note(f"reproduce: {reproduce}")
                 raise
@@ -315,26 +375,17 @@ def run_scenario(
     return RunOutcome(folder, spec, judgement, reproduce)
 
 
+def _judged(
+    spec: RunSpec, judgement: Judgement, reproduce: str, replay_of: ReplayOf | None
+) -> dict[str, Any]:
+    return RunResult.judged(spec, judgement, reproduce, replay_of).to_json()
+
+
 def _write_copies(folder: RunFolder) -> None:
     """history.parquet and events.parquet beside the JSONL. A history the copies cannot be
     made from is left to the judge to report; a missing copy is rebuilt when one is needed."""
     with contextlib.suppress(LabError, OSError, ValueError):
         write_columnar_copies(folder.path)
-
-
-def _interruption(exc: BaseException, run: _Run) -> Interruption | None:
-    """How the run was stopped, when Ctrl-C or SIGTERM stopped it (also when a heal or the
-    teardown failed on the way out, and that error is what was raised); None otherwise."""
-    seen: BaseException | None = exc
-    errors: list[str] = []
-    while seen is not None and not isinstance(seen, KeyboardInterrupt):
-        errors.append(str(seen))
-        seen = seen.__context__
-    if seen is None:
-        return None
-    signal_name = "SIGTERM" if str(seen) == f"signal {int(signal.SIGTERM)}" else "SIGINT"
-    healed = tuple(run.nemesis.healed_at_end) if run.nemesis is not None else ()
-    return Interruption(signal_name, run.current_phase, healed, tuple(errors))
 
 
 def _judge_what_is_there(folder: RunFolder, spec: RunSpec, parts: RunParts) -> Judgement | None:

@@ -1,7 +1,8 @@
 """Client workers as child processes; their operations flow into the one history writer.
 
 Each worker prints operations as JSON lines on stdout; a reader thread here hands
-them to the HistoryRecorder, which numbers them. Commands go to the worker's
+them to the HistoryRecorder, which numbers them (and a worker's note that it could not write
+its log to the run's WriteWatch). Commands go to the worker's
 stdin (`stop`, `drain`); closing stdin tells it to exit.
 """
 
@@ -19,6 +20,7 @@ from typing import IO
 from lab.ground.children import popen_options
 from lab.ground.events import Events
 from lab.ground.spec import Workload
+from lab.run.disk import WriteWatch
 from lab.run.folder import HistoryRecorder
 
 __all__ = ["WorkerPlan", "WorkerProcess", "worker_plans"]
@@ -30,6 +32,9 @@ class WorkerPlan:
     role: str  # "producer" or "consumer"
     argv: tuple[str, ...]
 
+
+# A worker's note that it could not write its log (clients.op_writer: the key of the note).
+_LOG_FAILED = "log_failed"
 
 # The address's name for a cluster's virtual address; once connected, a client records
 # the broker that answered instead (`--node-from-broker`).
@@ -113,10 +118,16 @@ def worker_plans(
 
 class WorkerProcess:
     def __init__(
-        self, plan: WorkerPlan, recorder: HistoryRecorder, log_dir: Path, events: Events
+        self,
+        plan: WorkerPlan,
+        recorder: HistoryRecorder,
+        log_dir: Path,
+        events: Events,
+        watch: WriteWatch | None = None,
     ) -> None:
         self.plan = plan
         self.recorder = recorder
+        self.watch = watch
         self.log_path = log_dir / f"{plan.process}.log"
         self.events = events
         self.proc: subprocess.Popen[bytes] | None = None
@@ -158,8 +169,15 @@ class WorkerProcess:
             except ValueError:
                 self.garbage += 1
                 continue
-            if isinstance(op, dict):
-                self.recorder.record(op)
+            if not isinstance(op, dict):
+                continue
+            if _LOG_FAILED in op:  # the worker could not write its log: the run folder's disk
+                if self.watch is not None:
+                    code = op.get("errno")
+                    error = OSError(code if isinstance(code, int) else 0, str(op.get("error")))
+                    self.watch.failed(self.log_path, error)
+                continue
+            self.recorder.record(op)
 
     def command(self, text: str) -> None:
         if self.proc is None or self.proc.stdin is None or self.proc.poll() is not None:

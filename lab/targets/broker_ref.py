@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from lab.ground.errors import UsageError
@@ -28,7 +29,15 @@ from lab.ground.spec import GroupSettings
 from lab.judge.bounds import Timing, broker_ref_timings
 from lab.targets.broker_ref_security import group_secret, tls_files, write_private
 from lab.targets.management import Credentials
-from lab.targets.protocol import ContainerLaunch, LogRecord, RestManagement, parse_oplog_line
+from lab.targets.protocol import (
+    ContainerLaunch,
+    HostLaunch,
+    HostPlace,
+    LogRecord,
+    RestManagement,
+    parse_oplog_line,
+)
+from lab.targets.python_shipment import python_shipment
 
 __all__ = ["CONTAINER_CONFIG", "GROUP_SIZES", "BrokerRefTarget", "check_plan", "node_config"]
 
@@ -178,6 +187,34 @@ class BrokerRefTarget(RestManagement):
             config=text.encode(),
             config_path=CONTAINER_CONFIG,
             command=("python3", "-m", "broker_ref", "--config", CONTAINER_CONFIG),
+        )
+
+    def host_shipment(self) -> dict[str, Path]:
+        """broker_ref and its Python packages (lab.targets.python_shipment)."""
+        return {"pylib": python_shipment()}
+
+    def host_needs(self) -> tuple[str, ...]:
+        return ("python",)
+
+    def host_launch(
+        self, cluster: ClusterPlan, node: NodePlan, address_of: dict[str, str], place: HostPlace
+    ) -> HostLaunch:
+        """On every interface of its host; its peers at the addresses of
+        `cluster.peer_addresses` (their hosts, directly)."""
+        check_plan(cluster)
+        if self.replication_tls:
+            raise UsageError("broker_ref's replication TLS runs on the process backend only")
+        config = node_config(
+            cluster, node, self.credentials, host="0.0.0.0", security=self.security(node)
+        )
+        text = json.dumps(config, indent=2) + "\n"
+        write_private(node.node_dir / "config.json", text.encode())
+        path = f"{place.node_dir(node.name)}/config.json"
+        return HostLaunch(
+            config=text.encode(),
+            config_path=path,
+            command=(place.python, "-m", "broker_ref", "--config", path),
+            env=(("PYTHONPATH", place.shipped("pylib")),),
         )
 
     def parse_log_line(self, line: str) -> LogRecord | None:

@@ -1,10 +1,13 @@
 """What only containers can have done to them, as abilities of the Docker cluster: a full
-disk (`DiskFillable`), a node off its network (`Disconnectable`), and node→node links
-without a proxy cut by a packet filter inside the node (`Linked`)."""
+disk (`DiskFillable`), a node off its network (`Disconnectable`), node→node links
+without a proxy cut by a packet filter inside the node (`Linked`), and netem on its
+interface (`NetemShaped`, lab.backends.docker.node_netem)."""
 
 from __future__ import annotations
 
-from lab.backends.docker import node_filter
+from collections.abc import Mapping
+
+from lab.backends.docker import node_filter, node_netem
 from lab.backends.docker.networks import RunNetworks, Subnet
 from lab.backends.docker.node_container import NodeContainer
 from lab.backends.docker.volumes import RunVolumes
@@ -84,3 +87,30 @@ class ContainerAbilities(ManagedCluster[NodeContainer]):
         address = subnet.node(self.node_names.index(name))
         if node.container is not None and networks.connect(node.container.id, address, name):
             self.events.emit("network.connect", name, network=networks.internal)
+
+    # -- netem on a node's interface (faults.host_faults) ------------------------------------
+
+    def netem_refusal(self, params: Mapping[str, object]) -> str | None:
+        return node_netem.netem_refusal(params)
+
+    def _netem_place(self, name: str) -> tuple[int, str, tuple[str, ...]]:
+        _, subnet = self._networks()
+        pid = self.node(name).pid
+        if pid is None:
+            raise ClusterError(f"netem: node {name} is not running")
+        others = [subnet.node(i) for i, n in enumerate(self.node_names) if n != name]
+        return pid, subnet.node(self.node_names.index(name)), (*others, subnet.toxiproxy)
+
+    def shape(self, name: str, params: Mapping[str, object]) -> None:
+        pid, address, peers = self._netem_place(name)
+        how = node_netem.shape(pid, address, params, peers)
+        self.__dict__.setdefault("_shaped", {})[name] = dict(params)
+        self.events.emit("netem.set", name, params=dict(params), how=how)
+
+    def unshape(self, name: str) -> None:
+        params = self.__dict__.get("_shaped", {}).pop(name, None)
+        if params is None or self.node(name).pid is None:
+            return  # never shaped, or its container's namespace ended with it
+        pid, address, peers = self._netem_place(name)
+        node_netem.unshape(pid, address, params, peers)
+        self.events.emit("netem.clear", name)

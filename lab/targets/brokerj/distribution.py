@@ -31,6 +31,7 @@ __all__ = [
     "Distribution",
     "cache_root",
     "ensure_distribution",
+    "home_archive",
     "tarball_in_repository",
 ]
 
@@ -151,3 +152,18 @@ def ensure_distribution(version: str = VERSION, say: Say | None = None) -> Distr
             say(f"unpacking {tarball.name} into {target}")
             _unpack(tarball, target, version)
     return Distribution(version, home)
+
+
+def home_archive(dist: Distribution) -> Path:
+    """The distribution's home as one .tar.gz beside it (what a host unpacks), made once."""
+    target = dist.home.parent / "home.tar.gz"
+    if target.is_file():
+        return target
+    with host_lock(f"broker-j-archive-{dist.version}"):
+        if not target.is_file():
+            scratch = target.with_name(f".{target.name}.{os.getpid()}")
+            with tarfile.open(scratch, "w:gz", compresslevel=1) as archive:
+                for child in sorted(dist.home.iterdir()):
+                    archive.add(child, arcname=child.name)
+            os.replace(scratch, target)
+    return target

@@ -21,8 +21,20 @@ from lab.ground.ports import HOST
 from lab.ground.spec import GroupSettings
 from lab.judge.bounds import Timing
 from lab.targets.brokerj.config import check_group, initial_config, je_service_timings
-from lab.targets.brokerj.distribution import VERSION, Distribution, ensure_distribution
-from lab.targets.protocol import ContainerLaunch, LogRecord, RestManagement, match_log_line
+from lab.targets.brokerj.distribution import (
+    VERSION,
+    Distribution,
+    ensure_distribution,
+    home_archive,
+)
+from lab.targets.protocol import (
+    ContainerLaunch,
+    HostLaunch,
+    HostPlace,
+    LogRecord,
+    RestManagement,
+    match_log_line,
+)
 
 __all__ = ["CONTAINER_HOME", "DEVIATIONS", "BrokerJTarget", "parse_brokerj_line"]
 
@@ -146,6 +158,31 @@ class BrokerJTarget(RestManagement):
             config_path=CONTAINER_CONFIG,
             command=tuple(_java_command(classpath, home, str(node.data_dir), CONTAINER_CONFIG)),
         )
+
+    # -- hosts -------------------------------------------------------------------------------
+
+    def host_shipment(self) -> dict[str, Path]:
+        """The distribution, as one archive of its home (made once, in the lab's cache)."""
+        return {"broker-j": home_archive(self.distribution)}
+
+    def host_needs(self) -> tuple[str, ...]:
+        return ("java",)
+
+    def host_launch(
+        self, cluster: ClusterPlan, node: NodePlan, address_of: dict[str, str], place: HostPlace
+    ) -> HostLaunch:
+        """On every interface of its host, advertising its host's address to the group."""
+        check_group(cluster)
+        config = initial_config(
+            cluster, node, self.credentials, bind_host="0.0.0.0", address_of=address_of
+        )
+        text = json.dumps(config, indent=2) + "\n"
+        (node.node_dir / "initial-config.json").write_text(text, encoding="utf-8")
+        home = place.shipped("broker-j")
+        classpath = f"{home}/lib/*:{home}/lib/plugins/*:{home}/lib/opt/*"
+        path = f"{place.node_dir(node.name)}/initial-config.json"
+        command = _java_command(classpath, home, str(node.data_dir), path)
+        return HostLaunch(config=text.encode(), config_path=path, command=tuple(command))
 
     def full_gc_command(self, pid: int | None) -> list[str]:
         """`jcmd <pid> GC.run`; without a pid (in a container), the broker by its main class."""
