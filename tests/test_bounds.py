@@ -3,6 +3,8 @@ each target's model of its group's waits, the clients' way back, the sum a reaso
 
 from __future__ import annotations
 
+import pytest
+
 from lab.compose import parts_for
 from lab.ground.nodes import TargetTraits
 from lab.ground.spec import GroupSettings, RunSpec, Topology, Workload
@@ -70,15 +72,20 @@ def test_each_run_is_judged_with_its_targets_own_model() -> None:
     assert reference.timings_of(spec).bound(2.0, ("election",)).seconds == 3.2
 
 
-def test_a_designation_lasts_until_a_slower_targets_node_is_back() -> None:
-    """J2 clears the replica's designation once the old master is back: on Broker-J (a JVM
-    restarts 15 s slower) that much later, so the designated primary's election fits."""
-    scenario = scenario_named("two-node-master-failure")
+@pytest.mark.parametrize(("name", "fault"), [("two-node-master-failure", "f2"),
+                                             ("quorum-override", "f3")])  # fmt: skip
+def test_an_operators_heal_waits_until_a_slower_targets_nodes_are_back(
+    name: str, fault: str
+) -> None:
+    """J2 clears the replica's designation once the old master is back, J7 reverts the
+    override as the nodes return: on Broker-J (a JVM restarts 15 s slower) that much later,
+    so the designated primary's (the survivor's) election fits before it."""
+    scenario = scenario_named(name)
     quick = {(op.id, op.action): op.at_s for op in scenario.spec(7).schedule}
     slow = scenario.spec(7, target=TargetTraits("qpid-broker-j", restart_allowance_s=15.0))
     later = {(op.id, op.action): op.at_s for op in slow.schedule}
-    assert later[("f2", "stop")] == round(quick[("f2", "stop")] + 15.0, 3)
-    assert {k: v for k, v in later.items() if k != ("f2", "stop")} == {
-        k: v for k, v in quick.items() if k != ("f2", "stop")
+    assert later[(fault, "stop")] == round(quick[(fault, "stop")] + 15.0, 3)
+    assert {k: v for k, v in later.items() if k != (fault, "stop")} == {
+        k: v for k, v in quick.items() if k != (fault, "stop")
     }
-    assert later[("f2", "stop")] < slow.workload.duration_s  # healed before the load ends
+    assert later[(fault, "stop")] < slow.workload.duration_s  # healed before the load ends
