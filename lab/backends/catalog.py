@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, TypeAlias
 from lab.backends.process.cluster import ProcessCluster
 from lab.ground.errors import UsageError
 from lab.ground.events import Events
-from lab.ground.extras import DOCKER
+from lab.ground.extras import DOCKER, require
 from lab.ground.spec import BACKENDS, Durability, GroupSettings, Topology
 from lab.targets.protocol import Target
 
@@ -47,7 +47,7 @@ def make_cluster(
         raise UsageError("a cluster needs at least one node")
     if backend == "ssh":
         # Imported here: AsyncSSH is needed only by those who ask for hosts.
-        from lab.ground.extras import HOSTS, require
+        from lab.ground.extras import HOSTS
 
         require(HOSTS, "--backend ssh")
         from lab.backends.ssh.cluster import SshCluster
