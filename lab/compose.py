@@ -7,16 +7,19 @@ that cannot run on the backend, is a one-line UsageError.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lab.backends.catalog import make_cluster
 from lab.ground.errors import UsageError
 from lab.ground.events import Events
+from lab.ground.nodes import TargetTraits
 from lab.ground.spec import BACKENDS, RunSpec
+from lab.judge.bounds import Timings
 from lab.run.cluster import Cluster, ClusterFactory, RunParts
 from lab.targets.catalog import make_target
-from lab.targets.protocol import Target, traits_of
+from lab.targets.protocol import ServiceTimings, Target, traits_of
 from scenarios.catalog import scenario_named
 
 if TYPE_CHECKING:
@@ -58,8 +61,22 @@ def parts_for(
         raise UsageError(refusal)
     hosts = read_hosts(backend, hosts_file)
     node_target = make_target(target)
+    traits = traits_of(node_target)
     factory = _cluster_factory(node_target, hosts)
-    return RunParts(chosen, traits_of(node_target), factory, hosts_file if hosts else None)
+    timings = _timings_factory(node_target, traits)
+    return RunParts(chosen, traits, factory, hosts_file if hosts else None, timings)
+
+
+def _timings_factory(target: Target, traits: TargetTraits) -> Callable[[RunSpec], Timings]:
+    """A run's timeouts: the target's own model of its group's, when it has one."""
+
+    def timings(spec: RunSpec) -> Timings:
+        if not isinstance(target, ServiceTimings):
+            return Timings.of(spec, traits)
+        own = target.service_timings(spec.group, spec.topology.nodes)
+        return Timings.of(spec, traits, own)
+
+    return timings
 
 
 def clock_mode(spec: RunSpec) -> str | None:

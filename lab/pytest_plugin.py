@@ -3,7 +3,9 @@
 Options: `--backend` (process, docker, ssh with `--lab-hosts`), `--lab-target` and `--lab-mode`
 (default: each scenario's own HA design) choose what scenario tests run on; a scenario the
 target, backend or mode cannot run is skipped with the CLI's one-line reason. `--lab-seed N`:
-one seed for every scenario test (default: each one's pinned seed). `--lab-runs-dir DIR`
+one seed for every scenario test (default: each one's pinned seed). `--lab-seeds 5` runs
+every test that runs a scenario once per seed, five seeds from `--lab-seed` on (or the
+pinned one); `--lab-seeds 7,8,9` names them (lab.targets.suite.seeds_option). `--lab-runs-dir DIR`
 keeps the run folders there with `suite.jsonl` (lab.targets.suite), which `lab tables suite`
 reads (lab.reporting.suite_table).
 Fixture `lab_run`: `(scenario name) -> RunOutcome`, run into the test's own runs folder.
@@ -23,20 +25,18 @@ import shlex
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn
 
 import pytest
 
 from lab.ground.cluster_settings import MODES
+from lab.ground.errors import LabError
 from lab.ground.spec import BACKENDS, TARGETS, parse_seed
-
-if TYPE_CHECKING:
-    from lab.campaign.session import CampaignSession
-    from lab.campaign.summary import CampaignSummary
 
 __all__ = ["DEFAULT_SEED"]
 
-pytest_plugins = ("lab.pytest_hosts",)  # --lab-hosts FILE|rig
+# --lab-hosts FILE|rig; a campaign as a pytest session
+pytest_plugins = ("lab.pytest_hosts", "lab.pytest_campaign")
 
 DEFAULT_SEED = 20261121
 
@@ -47,6 +47,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--backend", default="process", choices=BACKENDS, help="backend for scenario tests"
     )
     group.addoption("--lab-seed", default=None, help="seed for every scenario test")
+    many = "run each scenario test once per seed: N seeds from --lab-seed on, or these"
+    group.addoption("--lab-seeds", default=None, metavar="N|S1,S2,...", help=many)
     group.addoption(
         "--lab-long", action="store_true", help="also run the long modes (tests marked long)"
     )
@@ -55,13 +57,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--lab-runs-dir", default=None, help="keep run folders (and suite.jsonl)")
     strict = "fail a test whose target declares a deviation the run did not show"
     group.addoption("--lab-strict-deviations", action="store_true", help=strict)
-    _campaign_options(group)
 
 
 @pytest.fixture
 def lab_seed(request: pytest.FixtureRequest) -> int:
+    if hasattr(request, "param"):  # one of --lab-seeds
+        return int(request.param)
     raw = request.config.getoption("--lab-seed")
     return DEFAULT_SEED if raw is None else parse_seed(str(raw))
+
+
+def _seeds(config: pytest.Config) -> tuple[int, ...] | None:
+    from lab.targets.suite import seeds_option
+
+    return seeds_option(
+        config.getoption("--lab-seeds"), config.getoption("--lab-seed"), DEFAULT_SEED
+    )
 
 
 @pytest.fixture
@@ -125,13 +136,20 @@ def lab_run(
     from lab.ground.errors import SetupError, UsageError
     from lab.ground.spec import Durability
     from lab.run.runner import run_scenario
-    from lab.targets.suite import SUITE_INDEX, append_index, prepare, refusal_check
+    from lab.targets.suite import (
+        RUN_PROPERTY,
+        SUITE_INDEX,
+        append_index,
+        prepare,
+        refusal_check,
+        run_property,
+    )
 
     kept = request.config.getoption("--lab-runs-dir")
     own = re.sub(r"[^\w.-]", "_", request.node.name)[:120]
     runs_dir = tmp_path / "runs" if kept is None else Path(kept) / own
 
-    def index(**entry: str) -> None:  # a line of suite.jsonl, with --lab-runs-dir
+    def index(**entry: object) -> None:  # a line of suite.jsonl, with --lab-runs-dir
         if kept is not None:
             append_index(Path(kept) / SUITE_INDEX, {"test": request.node.nodeid, **entry})
 
@@ -144,13 +162,15 @@ def lab_run(
         mode: str | None = None,
     ) -> object:
         chosen, node = backend or lab_backend, target or lab_target
-        wanted = dict(scenario=name, target=node, backend=chosen, mode=mode or lab_mode or "")
+        seed = lab_seed if seed is None else seed
+        wanted: dict[str, object] = dict(
+            scenario=name, target=node, backend=chosen, mode=mode or lab_mode or "", seed=seed
+        )
         try:
             from lab.pytest_hosts import hosts_file
 
             hosts = hosts_file(request.config) if chosen == "ssh" else None
             parts = parts_for(name, chosen, node, mode or lab_mode, hosts)
-            seed = lab_seed if seed is None else seed
             spec = parts.scenario.spec(
                 seed, backend=chosen, target=parts.target, durability=durability
             )
@@ -171,6 +191,7 @@ def lab_run(
             raise
         lab_report(outcome.folder.path)
         index(**wanted, folder=str(outcome.folder.path))
+        request.node.user_properties.append((RUN_PROPERTY, run_property(outcome.folder.path)))
         return outcome
 
     return run
@@ -209,114 +230,11 @@ def lab_deviation(request: pytest.FixtureRequest) -> Callable[[Any], str]:
     return judge
 
 
-# ---- a campaign as a pytest session (lab.campaign.session) ------------------------------
-
-
-def _campaign_options(group: pytest.OptionGroup) -> None:
-    said = "run a campaign (e.g. 30m): failures first, then fresh seeds, one test per run"
-    group.addoption("--lab-campaign", metavar="BUDGET", default=None, help=said)
-    group.addoption("--lab-campaign-scenarios", default="random", help="comma-separated")
-    group.addoption("--lab-campaign-targets", default="broker_ref", help="comma-separated")
-    group.addoption("--lab-campaign-backends", default="process", help="comma-separated")
-    group.addoption("--lab-campaign-mode", default="", help="comma-separated modes")
-    group.addoption("--lab-campaign-seed", default=None, help="default: random (or the date)")
-    group.addoption("--lab-campaign-shard", default="1/1", help="I/N")
-    group.addoption("--lab-campaign-out", default=None, help="default campaigns/<stamp>-pytest")
-    group.addoption("--lab-campaign-guide", default="random", help="random or coverage")
-    group.addoption("--lab-failures-dir", default=".lab/failures")
-
-
-_SESSION: pytest.StashKey[tuple[CampaignSession, dict[str, Any]]] = pytest.StashKey()
-_SNAPSHOT = "lab_campaign"
-
-
-def _campaign_setup(config: pytest.Config) -> dict[str, Any] | None:
-    """The controller decides the campaign once (seed, deadline, folder, the failures to
-    replay) and hands it to every xdist worker, so all collect the same tests."""
-    worker = getattr(config, "workerinput", None)
-    if worker is not None:
-        raw = worker.get(_SNAPSHOT)
-        return None if raw is None else dict(raw)
-    budget = config.getoption("--lab-campaign")
-    if budget is None:
-        return None
-    import datetime as dt
-    import os
-    import time
-
-    from lab.campaign.plan import Shard, nightly_seed, parse_budget
-
-    shard = Shard.parse(str(config.getoption("--lab-campaign-shard")))
-    raw_seed = config.getoption("--lab-campaign-seed")
-    if raw_seed is not None:
-        seed = parse_seed(str(raw_seed))
-    else:
-        seed = nightly_seed() if shard.count > 1 else int.from_bytes(os.urandom(4), "big")
-    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
-    out = config.getoption("--lab-campaign-out") or f"campaigns/{stamp}-{seed}-pytest"
-    setup: dict[str, Any] = {
-        "budget_s": parse_budget(str(budget)),
-        "seed": seed,
-        "out": str(Path(out).resolve()),
-        "deadline": time.time() + parse_budget(str(budget)),
-    }
-    session = _campaign_session(config, setup)
-    setup["failures"] = session.open_failure_ids()
-    # Enough tests for every worker to run all budget long; those that no longer fit skip.
-    from lab.campaign.campaign import estimate_s
-
-    cells, _ = session.request.cells()
-    workers = config.getoption("numprocesses", None) or 1
-    if not isinstance(workers, int):
-        workers = os.cpu_count() or 1
-    shortest = min(estimate_s(c, session.request.hosts_file) for c in cells)
-    setup["cap"] = (int(float(setup["budget_s"]) // shortest) + 1) * max(1, workers)
-    return setup
-
-
-def _campaign_session(config: pytest.Config, setup: dict[str, Any]) -> CampaignSession:
-    from lab.campaign.failures import FailureDB
-    from lab.campaign.plan import CampaignRequest, Shard
-    from lab.campaign.session import CampaignSession
-    from lab.pytest_hosts import hosts_file
-
-    def names(option: str) -> tuple[str, ...]:
-        return tuple(p.strip() for p in str(config.getoption(option)).split(",") if p.strip())
-
-    request = CampaignRequest(
-        budget_s=float(setup["budget_s"]),
-        seed=int(setup["seed"]),
-        scenarios=names("--lab-campaign-scenarios"),
-        targets=names("--lab-campaign-targets"),
-        backends=names("--lab-campaign-backends"),
-        modes=names("--lab-campaign-mode"),
-        shard=Shard.parse(str(config.getoption("--lab-campaign-shard"))),
-        hosts_file=hosts_file(config),
-        guide=str(config.getoption("--lab-campaign-guide")),
-    )
-    return CampaignSession(
-        request,
-        Path(str(setup["out"])),
-        FailureDB(Path(str(config.getoption("--lab-failures-dir")))),
-        float(setup["deadline"]),
-    )
-
-
 def pytest_configure(config: pytest.Config) -> None:
-    setup = _campaign_setup(config)
-    if setup is None:
-        return
-    config.stash[_SESSION] = (_campaign_session(config, setup), setup)
-    if config.pluginmanager.hasplugin("xdist"):
-        config.pluginmanager.register(_HandOver(setup), "lab-campaign-handover")
-
-
-class _HandOver:
-    def __init__(self, setup: dict[str, Any]) -> None:
-        self.setup = setup
-
-    def pytest_configure_node(self, node: object) -> None:
-        node.workerinput[_SNAPSHOT] = self.setup  # type: ignore[attr-defined]
+    try:
+        _seeds(config)  # a bad --lab-seeds is refused before anything runs
+    except LabError as exc:
+        raise pytest.UsageError(f"--lab-seeds: {exc}") from None
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -329,62 +247,47 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "campaign_task" not in metafunc.fixturenames:
-        return
-    found = metafunc.config.stash.get(_SESSION, None)
-    if found is None:
-        skip = pytest.mark.skip(reason="campaign runs only with --lab-campaign BUDGET")
-        metafunc.parametrize("campaign_task", [pytest.param(None, marks=skip)], ids=["off"])
-        return
-    session, setup = found
-    tasks = session.tasks(int(setup["cap"]), list(setup["failures"]))
-    ids = [
-        f"{t.number:03d}-replay-{t.failure.id}"
-        if t.failure
-        else f"{t.number:03d}-{t.cell.scenario}-{t.seed}"
-        for t in tasks
-    ]
-    metafunc.parametrize("campaign_task", tasks, ids=ids)
+    seeds = _seeds(metafunc.config)
+    if seeds is not None and "lab_seed" in metafunc.fixturenames:
+        metafunc.parametrize("lab_seed", seeds, indirect=True, ids=[f"seed{s}" for s in seeds])
 
 
-@pytest.fixture
-def lab_campaign(request: pytest.FixtureRequest) -> CampaignSession:
-    """The campaign session (lab.campaign.session.CampaignSession) of `--lab-campaign`."""
-    found = request.config.stash.get(_SESSION, None)
-    if found is None:
-        pytest.skip("campaign runs only with --lab-campaign BUDGET")
-    return found[0]
-
-
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    found = session.config.stash.get(_SESSION, None)
-    if found is None or hasattr(session.config, "workerinput"):
-        return
-    campaign = found[0]
-    if (campaign.out_dir / "records").is_dir():
-        session.config.stash[_SUMMARY] = campaign.summary()
-
-
-_SUMMARY: pytest.StashKey[CampaignSummary] = pytest.StashKey()
-
-
-def pytest_terminal_summary(terminalreporter: object, config: pytest.Config) -> None:
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     from lab.targets.suite import write_deviations
 
     write_deviations(terminalreporter)
-    summary = config.stash.get(_SUMMARY, None)
-    if summary is None:
-        return
-    write = terminalreporter.write_line  # type: ignore[attr-defined]
-    write("lab campaign:")
-    for line in summary.table(Path(found_out(config))):
-        write(f"  {line}")
-    write(f"  campaign folder: {found_out(config)}")
+    _write_rates(terminalreporter)
 
 
-def found_out(config: pytest.Config) -> str:
-    found = config.stash.get(_SESSION, None)
-    return "" if found is None else str(found[0].out_dir)
+def _write_rates(terminalreporter: Any) -> None:
+    """With --lab-seeds: each scenario's rates over the session's runs, and what changed
+    against its declared deviations' rates (lab.reporting.suite_rates)."""
+    import json
+
+    from lab.reporting.suite_rates import RunRecord, summary
+    from lab.reporting.suite_table import declared_deviations
+    from lab.targets.suite import RUN_PROPERTY
+
+    records = []
+    for report in (r for rs in terminalreporter.stats.values() for r in rs):
+        for key, value in getattr(report, "user_properties", ()):
+            if key != RUN_PROPERTY or getattr(report, "when", "call") != "call":
+                continue
+            run = json.loads(value)
+            verdict = (
+                run["verdict"] if run["verdict"] in ("held", "deviation", "broken") else "unknown"
+            )
+            records.append(
+                RunRecord(
+                    str(run["scenario"]), str(run["target"]), str(run["backend"]), run["seed"],
+                    verdict, run["deviation"], run["gap_s"], str(run["mode"] or ""),
+                )
+            )  # fmt: skip
+    lines = summary(records, declared_deviations)
+    if lines:
+        terminalreporter.write_sep("-", "lab: rates over seeds")
+    for line in lines:
+        terminalreporter.write_line(line, bold=line.startswith("  changed"))
 
 
 def skip_unless_ci(reason: str) -> NoReturn:

@@ -13,7 +13,12 @@ from lab.ground.nodes import BROKER_REF_TRAITS, TargetTraits
 from lab.ground.spec import Durability, GroupSettings, RunSpec, Topology, Workload
 from lab.judge.prediction import Prediction
 
-__all__ = ["Scenario", "fault_window", "spaced_out", "uniform"]
+__all__ = ["WORK_S", "Scenario", "fault_window", "spaced_out", "uniform"]
+
+# What a bound on the service's return adds to the run's timeouts it names
+# (lab.judge.bounds): the brokers' and the clients' own work on the way back (a new
+# master's recovery, a link attached, a loaded machine's scheduling).
+WORK_S = 2.0
 
 
 ScheduleFn = Callable[[RunSpec, random.Random], tuple[FaultOp, ...]]
@@ -42,6 +47,10 @@ class Scenario:
     # rolling restart): a target whose nodes take longer to restart gets its restart
     # allowance between each fault and the next, not only at the end of the load.
     paced: bool = False
+    # Faults whose heal is meant to come once a restarted node is back (an operator's
+    # designation, cleared when both nodes run again): a target whose nodes take longer to
+    # restart gets its restart allowance added to their end.
+    heal_after_restart: tuple[str, ...] = ()
 
     @property
     def mode(self) -> Mode:
@@ -89,10 +98,20 @@ class Scenario:
         extra = target.restart_allowance_s
         if not extra:
             return base.with_schedule(schedule)
-        if self.paced:
-            schedule = spaced_out(schedule, extra)
         longer = replace(self.workload, duration_s=self.load_s(extra, len(schedule) // 2))
-        return replace(base.with_schedule(schedule), workload=longer)
+        return replace(base.with_schedule(self.slowed(schedule, extra)), workload=longer)
+
+    def slowed(self, schedule: tuple[FaultOp, ...], extra_s: float) -> tuple[FaultOp, ...]:
+        """The planned schedule for a target whose restarts take `extra_s` longer: a paced
+        scenario's faults spaced out, and the heals that wait for a restart that much later."""
+        if self.paced:
+            schedule = spaced_out(schedule, extra_s)
+        return tuple(
+            replace(op, at_s=round(op.at_s + extra_s, 3))
+            if op.action == "stop" and op.id in self.heal_after_restart
+            else op
+            for op in schedule
+        )
 
     def load_s(self, restart_allowance_s: float, faults: int = 1) -> float:
         """How long the load lasts on a target with this restart allowance (`faults`: how

@@ -40,6 +40,7 @@ LAYERS: dict[str, int] = {
     "lab.bench": 9,
     "lab.cli": 10,
     "lab.pytest_plugin": 10,
+    "lab.pytest_campaign": 10,
     "lab.pytest_hosts": 10,
     "lab.__main__": 10,
 }

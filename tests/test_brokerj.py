@@ -114,12 +114,22 @@ def test_a_full_gc_runs_in_the_nodes_jvm(one_node: tuple[ProcessCluster, _Events
 
 
 @pytest.mark.processes
-def test_management_changes_a_node_attribute_and_refuses_a_bad_password(
+def test_management_reads_the_sync_policy_changes_an_attribute_and_refuses_a_bad_password(
     one_node: tuple[ProcessCluster, _Events],
 ) -> None:
+    import requests
+
     cluster, _ = one_node
     management = cluster.management("n1")
     assert management.node_attributes()["role"] == "MASTER"
+    # The default durability (NO_SYNC,NO_SYNC,SIMPLE_MAJORITY with coalescing-sync) is local
+    # policy SYNC on 9.x, carried out by Broker-J's coalescing committer: it says so.
+    reply = requests.get(
+        f"{management.base_url}/api/latest/virtualhost/n1", auth=("admin", "admin"), timeout=30
+    )
+    (virtualhost,) = reply.json()
+    assert virtualhost["coalescingSync"] is True
+    assert virtualhost["localTransactionSynchronizationPolicy"] == "SYNC"
     management.set_attributes(priority=3)
     assert management.node_attributes()["priority"] == 3
     from lab.targets.management import Credentials, ManagementClient, ManagementRefused

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import tarfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -85,14 +86,60 @@ def test_the_initial_configuration_forms_one_group(tmp_path: Path) -> None:
     assert node["permittedNodes"] == ["127.0.0.1:7001", "127.0.0.1:7002", "127.0.0.1:7003"]
     assert (node["priority"], node["quorumOverride"], node["designatedPrimary"]) == (0, 1, False)
     virtualhost = json.loads(node["virtualHostInitialConfiguration"])
-    assert virtualhost["localTransactionSynchronizationPolicy"] == "NO_SYNC"
+    # NO_SYNC,NO_SYNC,SIMPLE_MAJORITY with coalescing-sync: 9.x coalesces only under SYNC
+    assert virtualhost["localTransactionSynchronizationPolicy"] == "SYNC"
     assert virtualhost["remoteTransactionSynchronizationPolicy"] == "NO_SYNC"
-    assert virtualhost["coalescingSync"] is True
+    assert "coalescingSync" not in virtualhost  # read-only in 9.x: it follows from the above
     plugin = config["plugins"][0]
     assert plugin["httpBasicAuthenticationEnabled"] is True
     ports = {p["name"]: p for p in config["ports"]}
     assert ports["AMQP"]["port"] == 5002 and ports["HTTP"]["port"] == 6002
     assert ports["AMQP"]["protocols"] == ["AMQP_1_0"]
+
+
+@pytest.mark.parametrize(
+    ("triplet", "coalescing", "local", "context"),
+    [
+        ("NO_SYNC,NO_SYNC,SIMPLE_MAJORITY", True, "SYNC", {}),
+        ("WRITE_NO_SYNC,SYNC,SIMPLE_MAJORITY", True, "SYNC", {}),
+        ("NO_SYNC,NO_SYNC,SIMPLE_MAJORITY", False, "NO_SYNC", {}),
+        ("WRITE_NO_SYNC,NO_SYNC,SIMPLE_MAJORITY", False, "WRITE_NO_SYNC", {}),
+        (
+            "SYNC,NO_SYNC,SIMPLE_MAJORITY",
+            False,
+            "SYNC",
+            {"qpid.bdb.ha.disable_coalescing_committer": "true"},
+        ),
+    ],
+)
+def test_coalescing_sync_becomes_the_local_policy_broker_j_coalesces_under(
+    triplet: str, coalescing: bool, local: str, context: dict[str, str]
+) -> None:
+    from lab.targets.brokerj.config import sync_policies
+
+    durability = Durability.parse(triplet, coalescing)
+    assert sync_policies(durability) == (local, durability.replica_sync, context)
+
+
+def test_the_sync_context_reaches_the_node_and_a_scenario_context_still_wins(
+    tmp_path: Path,
+) -> None:
+    nodes = _plan(tmp_path).nodes
+    context = {"qpid-broker-j": {"qpid.bdb.ha.disable_coalescing_committer": "false"}}
+    for settings, expected in (({}, "true"), ({"target_context": context}, "false")):
+        plan = ClusterPlan(
+            "lab",
+            nodes,
+            Durability("SYNC", "NO_SYNC", "SIMPLE_MAJORITY", coalescing_sync=False),
+            settings=GroupSettings(**settings),  # type: ignore[arg-type]
+        )
+        address_of = {p.name: f"127.0.0.1:{p.replication_port}" for p in nodes}
+        config = initial_config(
+            plan, nodes[0], Credentials(), bind_host="127.0.0.1", address_of=address_of
+        )
+        (node,) = config["virtualhostnodes"]
+        assert node["context"]["qpid.bdb.ha.disable_coalescing_committer"] == expected
+        assert node["context"]["je.rep.insufficientReplicasTimeout"] == "5000 ms"
 
 
 def test_an_acknowledgement_policy_broker_j_does_not_offer_is_refused() -> None:
@@ -224,7 +271,25 @@ def test_the_groups_timings_become_je_parameters_with_jes_floor() -> None:
 
     quick = je_timings(GroupSettings(election_timeout_s=0.6, insufficient_replicas_timeout_s=5.0))
     assert quick["je.rep.replicaTimeout"] == quick["je.rep.feederTimeout"] == "2000 ms"
+    # an election round waits on a silent peer no longer than a replica waits on its master
+    assert quick["je.rep.electionsOpenTimeout"] == quick["je.rep.electionsReadTimeout"] == "2000 ms"
     assert quick["je.rep.insufficientReplicasTimeout"] == "5000 ms"
     slow = je_timings(GroupSettings(election_timeout_s=4.0, rep_stream_timeout_s=1.5))
     assert slow["je.rep.replicaTimeout"] == "12000 ms"
     assert slow["je.rep.repStreamTimeout"] == "1500 ms"
+
+
+def test_the_node_alone_incidents_differ_only_in_coalescing_sync(tmp_path: Path) -> None:
+    """incidents/brokerj-node-alone-killed*.toml: the same run, local policy SYNC (the
+    coalescing committer) against NO_SYNC (what the lab gave 9.2.1 before)."""
+    from lab.run.incident import load_incident
+    from lab.targets.brokerj.config import sync_policies
+
+    root = Path(__file__).resolve().parent.parent / "incidents"
+    synced = load_incident(root / "brokerj-node-alone-killed.toml")
+    unsynced = load_incident(root / "brokerj-node-alone-killed-no-sync.toml")
+    assert synced.target == "qpid-broker-j" and synced.topology.nodes == 1
+    assert not synced.workload.consume_during_load  # every acknowledged message waits
+    assert replace(unsynced, durability=synced.durability) == synced
+    assert sync_policies(synced.durability)[0] == "SYNC"
+    assert sync_policies(unsynced.durability)[0] == "NO_SYNC"

@@ -96,3 +96,14 @@ def test_the_docker_sdk_is_imported_only_by_those_who_ask_for_containers() -> No
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=os.environ
     )
     assert done.stdout.strip() == "False"
+
+
+def test_the_catalog_makes_a_docker_cluster_without_an_engine(tmp_path: Path) -> None:
+    """Made, not started: nothing is asked of the engine yet."""
+    from lab.backends.catalog import make_cluster
+    from lab.backends.docker.cluster import DockerCluster
+    from lab.ground.spec import Topology
+    from lab.targets.protocol import NoTarget
+
+    made = make_cluster("docker", NoTarget(), Topology(nodes=1), Durability(), tmp_path)
+    assert isinstance(made, DockerCluster)

@@ -109,14 +109,58 @@ def test_service_resumed_at_its_edges() -> None:
     # back half a second before the load ended: resumed, within a generous bound
     assert ServiceResumed("f1:start", 20.0).unmet(_facts((Window(4.9, 15.5),))) is None
     assert ServiceResumed("f1:end", 5.0).unmet(_facts((Window(8.0, 16.0),))) == (
-        "service had not resumed 7.00 s after f1:end"
+        "service had not resumed 7.00 s after f1:end, expected within 5 s"
     )
     both = RunFacts.gather(
         EVENTS,
         _metrics((Window(8.5, 15.0),)),
-        TargetTraits(election_allowance_s=1.0, restart_allowance_s=2.0),
+        TargetTraits("slow", election_allowance_s=1.0, restart_allowance_s=2.0),
     )
-    assert ServiceResumed("f1:end", 1.0).unmet(both) == (
-        "service resumed 6.00 s after f1:end, expected within 4 s (1 s + the target's "
-        "election allowance 1 s + its restart allowance 2 s)"
+    assert ServiceResumed("f1:end", 1.0).unmet(both) == (  # no election named: no allowance
+        "service resumed 6.00 s after f1:end, expected within 3 s (1 s + restart allowance "
+        "2 s (slow's, measured))"
+    )
+    assert ServiceResumed("f1:end", 1.0, terms=("election",)).unmet(both) == (
+        "service resumed 6.00 s after f1:end, expected within 4.6 s (1 s + election 0.6 s (the "
+        "election timeout, and half of it for each of 0 lower ranks) + election allowance 1 s "
+        "(slow's, measured) + restart allowance 2 s (slow's, measured))"
+    )
+
+
+def test_a_bound_from_a_restart_counts_the_restart_the_node_took_when_it_said_so() -> None:
+    """f1 killed n1 and restarted it at 9.0 s: a broker that logs it is ready (BRK-1004)
+    2.5 s later gets those 2.5 s, not its target's restart allowance; another node's line,
+    or one from before the restart, does not count."""
+    slow = TargetTraits("slow", restart_allowance_s=30.0)
+    gap = (Window(8.5, 15.0),)  # back 6 s after the restart
+    ready = _event(11.5, "broker.log", "n1", code="BRK-1004", text="Qpid Broker Ready")
+    facts = RunFacts.gather([*EVENTS, ready], _metrics(gap), slow)
+    assert ServiceResumed("f1:end", 3.0).unmet(facts) == (
+        "service resumed 6.00 s after f1:end, expected within 5.5 s (3 s + restart 2.5 s "
+        "(until n1's BRK-1004))"
+    )
+    assert ServiceResumed("f1:end", 3.5).unmet(facts) is None
+    elsewhere = [
+        _event(11.5, "broker.log", "n2", code="BRK-1004", text="Qpid Broker Ready"),
+        _event(8.0, "broker.log", "n1", code="BRK-1004", text="Qpid Broker Ready"),
+    ]
+    allowed = RunFacts.gather([*EVENTS, *elsewhere], _metrics(gap), slow)
+    assert ServiceResumed("f1:end", 3.0).unmet(allowed) is None  # 3 s + 30 s allowance
+
+
+def test_a_load_that_ends_before_the_bound_cannot_show_the_service_missed_it() -> None:
+    """The load ends at 16.0 s, 7 s after f1:end: with a bound of 10 s the run cannot say
+    whether the service would have been back in time (the verdict is then unknown)."""
+    never = _facts((Window(8.0, 16.0),))
+    reason = ServiceResumed("f1:end", 10.0).unmet(never)
+    assert reason == (
+        "cannot be checked: the load ended 7.00 s after f1:end, before the service was due "
+        "back (expected within 10 s)"
+    )
+    verdict = Prediction(text="t", expect=(ServiceResumed("f1:end", 10.0),)).judge(
+        _check(), EVENTS, _metrics((Window(8.0, 16.0),))
+    )
+    assert verdict.outcome == "unknown"
+    assert ServiceResumed("f1:end", 6.0).unmet(never) == (
+        "service had not resumed 7.00 s after f1:end, expected within 6 s"
     )

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from lab.cli.main import main
+from lab.pytest_plugin import DEFAULT_SEED
 from lab.targets.suite import SUITE_INDEX, read_index
 
 pytest_plugins = ("pytester",)
@@ -154,6 +155,9 @@ def test_the_index_names_the_test_and_what_it_asked_for(
         "target": "qpid-broker-j",
         "backend": "process",
         "mode": "",
+        "seed": DEFAULT_SEED,
         "refused": entry["refused"],
+        "load": entry["load"],  # the machine's 1-minute load average, as the line was written
     }
+    assert isinstance(entry["load"], float)
     assert entry["refused"].startswith("Apache Qpid Broker-J has no active-passive mode")

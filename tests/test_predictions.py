@@ -165,15 +165,17 @@ def test_a_reference_to_a_fault_that_never_happened_is_a_reason() -> None:
     assert "f9 was never applied" in verdict.reasons[0]
 
 
-def test_a_targets_election_allowance_widens_the_bound_on_service_return() -> None:
-    resumed = ServiceResumed("f1:start", 1.0)
+def test_a_targets_election_allowance_widens_a_bound_that_waits_for_an_election() -> None:
+    resumed = ServiceResumed("f1:start", 1.0, terms=("election",))
     slow = (Window(4.9, 8.5),)  # back 3.5 s after f1:start
     assert resumed.unmet(_facts(slow)) is not None
     wider = RunFacts.gather(EVENTS, _metrics(slow), TargetTraits(election_allowance_s=3.0))
     assert resumed.unmet(wider) is None
-    narrower = RunFacts.gather(EVENTS, _metrics(slow), TargetTraits(election_allowance_s=2.0))
+    narrower = RunFacts.gather(EVENTS, _metrics(slow), TargetTraits(election_allowance_s=1.5))
     reason = resumed.unmet(narrower)
-    assert reason is not None and "election allowance 2 s" in reason
+    assert reason is not None and "election allowance 1.5 s" in reason
+    # a bound that waits for no election does not get it
+    assert ServiceResumed("f1:start", 1.0).unmet(wider) is not None
 
 
 def test_broker_refs_own_codes_cannot_be_checked_on_another_target() -> None:

@@ -36,7 +36,7 @@ from lab.ground.spec import (
 from lab.run.incident import load_incident
 from lab.targets.catalog import make_target
 from lab.targets.protocol import traits_of
-from scenarios.base import Scenario, spaced_out
+from scenarios.base import Scenario
 from scenarios.catalog import RUNNABLE
 
 SOURCE = Path("spec.json")
@@ -68,14 +68,15 @@ def _planned(scenario: Scenario, spec: RunSpec) -> tuple[object, ...]:
     """The schedule `scenario` plans for `spec`, in spec.json's canonical form. A slow
     target's restart allowance was added to the load after planning, so it is planned on
     the load without it (the faults fall at the same moments on every target, but for a
-    paced scenario's, which the allowance spaces out)."""
+    paced scenario's, which the allowance spaces out, and the heals that wait for a
+    restart)."""
     extra = TRAITS[spec.target].restart_allowance_s
     added = scenario.load_s(extra, len(spec.schedule) // 2) - scenario.workload.duration_s
     load = replace(spec.workload, duration_s=spec.workload.duration_s - added)
     planning = replace(spec, workload=load, schedule=())
     planned = scenario.schedule(planning, random.Random(spec.seed))
-    if scenario.paced and extra:
-        planned = spaced_out(planned, extra)
+    if extra:
+        planned = scenario.slowed(planned, extra)
     return spec.with_schedule(planned).schedule
 
 

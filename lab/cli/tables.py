@@ -1,6 +1,10 @@
 """`lab tables`: results tables as generated pages (docs/observed/), made from files.
 
-lab tables suite RUNS_DIR… --out PAGE    scenario-suite sessions → a verdict table
+lab tables suite RUNS_DIR… --out PAGE [--baseline RATES]
+    scenario-suite sessions → a verdict page with the rates over seeds; beside PAGE its
+    rates as JSON (PAGE with .json), which the next page made at PAGE compares with (or
+    --baseline RATES, another page's JSON): a page made again from the same sessions keeps
+    the comparison it had
 """
 
 from __future__ import annotations
@@ -25,19 +29,43 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Comman
     )
     suite.add_argument("folders", nargs="+", type=Path, metavar="RUNS_DIR")
     suite.add_argument("--out", type=Path, required=True, help="the page to write (Markdown)")
+    suite.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="RATES",
+        help="compare with these rates (a page's .json; default: the one beside --out)",
+    )
     return {"tables": _cmd_tables}
 
 
 def _cmd_tables(args: argparse.Namespace) -> int:
     from lab.ground.files import write_text
-    from lab.reporting.suite_table import check_folders, collect, page
+    from lab.reporting.suite_rates import Baseline, tally
+    from lab.reporting.suite_table import check_folders, collect, declared_deviations, page
 
     if not args.out.parent.is_dir():
         raise UsageError(f"--out {args.out}: no folder {args.out.parent}")
+    if args.baseline is not None and not args.baseline.is_file():
+        raise UsageError(f"--baseline {args.baseline}: no such file")
     check_folders(args.folders)
+    rates_file = args.out.with_suffix(".json")
+    try:
+        published, compared = Baseline.read(args.baseline or rates_file)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    cells = collect(args.folders)
+    made = dt.datetime.now(dt.UTC)
+    folders = tuple(str(f) for f in args.folders)
+    # The same sessions again: keep what they were compared with, not themselves.
+    before = compared if published is not None and published.sessions == folders else published
+    if args.baseline is not None:
+        before = published
     shown = " ".join(str(f) for f in args.folders)
     command = f"lab tables suite {shown} --out {args.out}"
-    text = page(args.folders, collect(args.folders), command, dt.datetime.now(dt.UTC))
+    text = page(args.folders, cells, command, made, declared_deviations, before)
+    records = (c.record() for c in cells if c.verdict is not None)
+    rates = Baseline(made, tuple(tally(records)), folders)
     write_text(args.out, text)
+    rates.write(rates_file, before)
     print(args.out, file=sys.stdout)
     return 0

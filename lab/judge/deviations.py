@@ -7,7 +7,8 @@ declared as data (one TOML file per target, in the target's folder), and recogni
 
 A declaration names its scenario (and, optionally, the backends and modes it was seen on),
 what the documents predict, what was observed, the evidence and the command that shows it,
-and a matcher over the run's judgement, a small vocabulary:
+how often suite sessions saw it (`seen`, lab.judge.seen_rates), and a matcher over the
+run's judgement, a small vocabulary:
 
     verdicts        the prediction's outcomes it applies to (default: broken)
     violations      violation kinds that must all be present
@@ -40,6 +41,7 @@ from lab.ground.paths import LAB_ROOT
 from lab.judge.checker import CheckResult
 from lab.judge.metrics import RunMetrics
 from lab.judge.prediction import Verdict
+from lab.judge.seen_rates import SeenRate, parse_seen
 
 __all__ = [
     "NOT_SEEN_WARNING",
@@ -208,6 +210,7 @@ class Deviation:
     match: Matcher
     backends: tuple[str, ...] = ()  # empty: every backend
     modes: tuple[str, ...] = ()  # empty: every mode
+    seen: tuple[SeenRate, ...] = ()  # its rates in suite sessions, per backend
 
     def applies_to(self, scenario: str, backend: str, mode: str) -> bool:
         return (
@@ -294,7 +297,8 @@ def assess(
 # ---- the file --------------------------------------------------------------------------------
 
 _TOP = {"target", "deviation"}
-_FIELDS = {"id", "scenario", "predicted", "observed", "evidence", "command", "backends", "modes"}
+_FIELDS = {"id", "scenario", "predicted", "observed", "evidence", "command"}
+_FIELDS |= {"backends", "modes", "seen"}
 _REQUIRED = ("id", "scenario", "predicted", "observed", "evidence", "command")
 _MATCH = {"verdicts", "violations", "allow", "check", "longest_gap_s"} | {
     "codes_seen",
@@ -357,6 +361,7 @@ def _deviation(raw: Any, where: str) -> Deviation:
         match=_matcher(raw.get("match"), f"{where} ({raw['id']})"),
         backends=_strings(raw.get("backends", []), f"{where}.backends"),
         modes=_strings(raw.get("modes", []), f"{where}.modes"),
+        seen=parse_seen(raw.get("seen", []), where),
     )
 
 

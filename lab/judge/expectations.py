@@ -8,8 +8,12 @@
     ServiceStopped(start, end, slack_s)      no acknowledged send in [start + slack, end]
     ServiceContinued(start, end, max_gap_s)  no gap between acknowledged sends above max_gap_s
                                              (end None: until the load's end)
-    ServiceResumed(after, within_s,          an acknowledged send within within_s of `after`
-                   begins_within_s=0)        (or of a gap's beginning, that late after it)
+    ServiceResumed(after, within_s, terms,   an acknowledged send within a bound of `after` (or
+                   begins_within_s=0)        of a gap's beginning, that late after it): within_s
+                                             plus the run's timeouts `terms` names
+                                             (lab.judge.bounds), plus the restart when `after`
+                                             is a node's restart; a load that ended before the
+                                             bound cannot show it (unknown)
 
 Nodes and moments are references (lab.judge.facts): `n2`, `f1`, `master@f1`; `f1:start`.
 Service is read from the run's unavailability windows (gaps between acknowledged sends
@@ -21,6 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, Protocol
 
+from lab.ground.spec import RunSpec
+from lab.judge.bounds import Timing, Timings
 from lab.judge.facts import RunFacts
 from lab.judge.metrics import Window
 
@@ -218,7 +224,9 @@ class ServiceResumed:
     violation: ClassVar[str] = "unavailable>bound"
 
     after: str
-    within_s: float
+    within_s: float  # what no timeout covers: the brokers' and the clients' own work
+    # The run's timeouts on the way back, by name (lab.judge.bounds.TERMS).
+    terms: tuple[str, ...] = ()
     # A gap that begins up to this long after `after` counts too, timed from its beginning:
     # a node stopped gracefully serves until it has closed (a JVM: seconds).
     begins_within_s: float = 0.0
@@ -232,23 +240,49 @@ class ServiceResumed:
         )
         if gap is None:  # the next acknowledged send came within the threshold
             return None
+        timings = facts.timings or Timings.of(RunSpec(scenario="", seed=0), facts.target)
+        restarted = facts.after_restart(self.after)
+        seen = _ready_after(facts, self.after, m) if restarted else None
+        bound = timings.bound(self.within_s, self.terms, restarted, seen)
+        expected = f"expected within {bound.seconds:g} s" + (
+            f" ({bound.describe()})" if len(bound.parts) > 1 else ""
+        )
+        master = _master_after(facts, m, self.after)
         if gap.end_s >= metrics.load_end_s - 1e-3:
-            return f"service had not resumed {metrics.load_end_s - m:.2f} s after {self.after}"
+            waited = metrics.load_end_s - m
+            if waited < bound.seconds:  # the load ended first: the run cannot tell
+                return (
+                    f"{UNCHECKABLE} the load ended {waited:.2f} s after {self.after}{master}, "
+                    f"before the service was due back ({expected})"
+                )
+            return f"service had not resumed {waited:.2f} s after {self.after}{master}, {expected}"
         waited = gap.end_s - max(m, gap.start_s)
-        election = facts.target.election_allowance_s
-        restart = facts.target.restart_allowance_s if facts.after_restart(self.after) else 0.0
-        bound = self.within_s + election + restart
-        if waited <= bound:
+        if waited <= bound.seconds:
             return None
-        parts = [f"{self.within_s:g} s"]
-        if election:
-            parts.append(f"the target's election allowance {election:g} s")
-        if restart:
-            parts.append(f"its restart allowance {restart:g} s")
-        allowance = f" ({' + '.join(parts)})" if len(parts) > 1 else ""
         when = (
             f"{waited:.2f} s after {self.after}"
             if gap.start_s <= m
             else f"{waited:.2f} s after it stopped, {gap.start_s - m:.2f} s after {self.after}"
         )
-        return f"service resumed {when}, expected within {bound:g} s" + allowance
+        return f"service resumed {when}{master}, {expected}"
+
+
+READY_CODE = "BRK-1004"  # Broker Ready (Broker-J's, and broker_ref's)
+
+
+def _ready_after(facts: RunFacts, moment: str, since_s: float) -> Timing | None:
+    """How long the node a restart started took to log that it was ready, if it did."""
+    node = facts.node(moment.partition(":")[0])
+    for line in facts.logs:
+        if line.code == READY_CODE and line.node == node and line.time_s >= since_s:
+            return Timing(round(line.time_s - since_s, 3), f"until {node}'s {READY_CODE}")
+    return None
+
+
+def _master_after(facts: RunFacts, since_s: float, moment: str) -> str:
+    """` (n2 MASTER 13.90 s after f2:start)`: the first node to report MASTER after a moment,
+    which tells where the wait went (the election, or the clients' way back); "" if none."""
+    for o in facts.observed:
+        if o.kind == "node.role" and o.time_s >= since_s and o.detail.get("role") == "MASTER":
+            return f" ({o.node} MASTER {o.time_s - since_s:.2f} s after {moment})"
+    return ""

@@ -5,7 +5,8 @@ yet known: `n2` (a node by name), `f1` (the node fault f1 was applied to, after
 `@master` / `@replica` were resolved) or `master@f1` (the node that was MASTER when
 f1 was applied). Moments are `f1:start` and `f1:end`, in seconds since the run began.
 `history` is the run's client operations (lab.judge.metrics.read_operations: index, time,
-process, type, f, value, node), when the judge was given them.
+process, type, f, value, node), when the judge was given them; `timings` the run's
+configured timeouts that bounds add (lab.judge.bounds), when the judge was given them.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 import pyarrow as pa
 
 from lab.ground.nodes import BROKER_REF_TRAITS, TargetTraits
+from lab.judge.bounds import Timings
 from lab.judge.checker import CheckResult
 from lab.judge.metrics import NS, RunMetrics
 
@@ -70,6 +72,7 @@ class RunFacts:
     observed: tuple[Observation, ...] = ()
     check: CheckResult | None = None
     history: pa.Table | None = None
+    timings: Timings | None = None
 
     @staticmethod
     def gather(
@@ -78,6 +81,7 @@ class RunFacts:
         target: TargetTraits = BROKER_REF_TRAITS,
         check: CheckResult | None = None,
         history: pa.Table | None = None,
+        timings: Timings | None = None,
     ) -> RunFacts:
         starts: dict[str, FaultFacts] = {}
         ends: dict[str, float] = {}
@@ -114,7 +118,7 @@ class RunFacts:
             for i, f in starts.items()
         }
         return RunFacts(
-            faults, tuple(logs), final, metrics, target, tuple(observed), check, history
+            faults, tuple(logs), final, metrics, target, tuple(observed), check, history, timings
         )
 
     def fault(self, fault_id: str) -> FaultFacts:

@@ -1,6 +1,6 @@
 """What the documents predict for a run, and the verdict: does the run show it?
 
-    Prediction.judge(check, events, metrics, target, history) → Verdict(outcome, reasons)
+    Prediction.judge(check, events, metrics, target, history, timings) → Verdict
 
 Outcomes: `held` (every part of the prediction shown), `broken` (some part not, each
 reason named), `unknown` (the prediction could not be tested: nothing acknowledged,
@@ -20,6 +20,7 @@ from typing import Any, Literal
 import pyarrow as pa
 
 from lab.ground.nodes import BROKER_REF_TRAITS, TargetTraits
+from lab.judge.bounds import Timings
 from lab.judge.checker import CheckResult
 from lab.judge.expectations import UNCHECKABLE, Expectation
 from lab.judge.facts import RunFacts, UnknownReference
@@ -92,12 +93,15 @@ class Prediction:
         metrics: RunMetrics,
         target: TargetTraits = BROKER_REF_TRAITS,
         history: pa.Table | None = None,
+        timings: Timings | None = None,
     ) -> Verdict:
-        """The verdict with every reason it is not `held`. The target's election allowance
-        is added to every bound on the service's return, its restart allowance to those
-        counted from a node's restart. When the only reasons are expectations the
-        target's logs cannot show, the verdict is `unknown`. `history` (the client
-        operations, lab.judge.metrics.read_operations) is for expectations that read it."""
+        """The verdict with every reason it is not `held`. A bound on the service's return
+        adds the run's configured timeouts it names (`timings`, lab.judge.bounds; without
+        them, broker_ref's with the target's allowances), and the target's restart
+        allowance when it is counted from a node's restart. When the only reasons are
+        expectations the target's logs cannot show, the verdict is `unknown`. `history`
+        (the client operations, lab.judge.metrics.read_operations) is for expectations
+        that read it."""
         found: list[tuple[str, str]] = []
         if check.acknowledged == 0:
             return Verdict.of(
@@ -165,7 +169,7 @@ class Prediction:
                     "the documents predict two masters at once here, and none were seen",
                 )
             )
-        facts = RunFacts.gather(events, metrics, target, check, history)
+        facts = RunFacts.gather(events, metrics, target, check, history, timings)
         for expectation in self.expect:
             try:
                 reason = expectation.unmet(facts)

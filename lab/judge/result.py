@@ -1,6 +1,6 @@
 """A run's judgement and result.json, its one writer.
 
-    judge_run(history, events, prediction, target) → Judgement(check, metrics, verdict)
+    judge_run(history, events, prediction, target, timings) → Judgement(check, metrics, verdict)
     RunResult.judged(spec, judgement, reproduce).write(path)    a run that ended
     RunResult.failed(spec, error, reproduce).write(path)        a run that did not
 
@@ -26,6 +26,7 @@ from typing import Any, Literal
 from lab.ground.files import write_json
 from lab.ground.nodes import TargetTraits
 from lab.ground.spec import RunSpec
+from lab.judge.bounds import Timings
 from lab.judge.checker import CheckResult, check_path
 from lab.judge.deviations import (
     Declarations,
@@ -98,15 +99,20 @@ class Judgement:
 
 
 def judge_run(
-    history: Path, events: Path, prediction: Prediction, target: TargetTraits
+    history: Path,
+    events: Path,
+    prediction: Prediction,
+    target: TargetTraits,
+    timings: Timings | None = None,
 ) -> Judgement:
-    """Check the history, measure the run and judge it against the prediction; read what
-    the target's declared deviations (if any) look for."""
+    """Check the history, measure the run and judge it against the prediction (its bounds
+    from the run's `timings`, lab.judge.bounds); read what the target's declared deviations
+    (if any) look for."""
     check = check_path(history)
     observed = read_events(events)
     operations = read_operations(history)
     metrics = run_metrics(operations, observed)
-    verdict = prediction.judge(check, observed, metrics, target, operations)
+    verdict = prediction.judge(check, observed, metrics, target, operations, timings)
     if target.deviations is None:
         return Judgement(prediction, check, metrics, verdict)
     declared = load_declarations(Path(target.deviations))

@@ -11,37 +11,53 @@ and each run's result.json. A folder without an index is searched for result.jso
 (refusals are then unknown). Nothing is run: only files are read.
 
     collect(folders) → [Cell]      one per run or refusal
+    rates_table(cells, …) → [line] a row per scenario, target and backend: its runs counted
+                                   held / deviation / broken / unknown, each a rate with its
+                                   interval, the service gap's median and maximum, and what
+                                   changed (lab.reporting.suite_rates)
     table(cells) → [line]          a row per scenario (the catalog's order), a column per
                                    target and backend; a cell's runs one under the other
     sessions(folders) → [Session]  where, when and on what each session ran
+                                   (lab.reporting.suite_sessions)
     page(…) → text                 the whole generated page
 
 A cell says held, deviation (the declaration's id), broken or unknown with the figures
 that matter (acknowledged loss, the longest gap in service), or refused with the reason.
-Summaries over many seeds of one scenario (rates) belong in `table`, from the cells.
+A session run with `--lab-seeds` has a run per seed of each scenario: its rates.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
-import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from lab.ground.errors import UsageError
-from lab.ground.machine import Machine
+from lab.judge.deviations import Declarations, Deviation, load_declarations
 from lab.judge.expectations import UNCHECKABLE
-from lab.targets.suite import SUITE_INDEX, SUITE_MACHINE, read_index
+from lab.reporting.suite_rates import Baseline, RunRecord, Tally, flags, tally
+from lab.reporting.suite_sessions import sessions
+from lab.targets.suite import SUITE_INDEX, read_index
 from scenarios.catalog import SCENARIOS
 
-__all__ = ["Cell", "Session", "collect", "describe", "page", "sessions", "table"]
+__all__ = [
+    "Cell",
+    "Declared",
+    "collect",
+    "declared_deviations",
+    "describe",
+    "page",
+    "rates_table",
+    "sessions",
+    "table",
+]
 
 TARGET_NAMES = {"broker_ref": "broker_ref", "qpid-broker-j": "Broker-J", "artemis": "Artemis"}
 BACKEND_NAMES = {"process": "local processes", "docker": "containers"}
-_STAMP = re.compile(r"^(\d{8}T\d{6}Z)-")
 
 
 @dataclass(frozen=True)
@@ -54,21 +70,24 @@ class Cell:
     text: str
     seed: int | None = None
     verdict: str | None = None  # None: refused
+    deviation: str | None = None  # the declaration a `deviation` verdict reproduced
+    gap_s: float | None = None  # the run's longest gap between acknowledged sends
+    mode: str = ""
+
+    def record(self) -> RunRecord:
+        """The run as the rates count it: a verdict other than the judge's (a run that was
+        interrupted, or wrote no result) counts as unknown."""
+        counted = ("held", "deviation", "broken")
+        outcome = self.verdict if self.verdict in counted else "unknown"
+        gap = self.gap_s
+        return RunRecord(
+            self.scenario, self.target, self.backend, self.seed, outcome, self.deviation, gap,
+            self.mode,
+        )  # fmt: skip
 
 
-@dataclass(frozen=True)
-class Session:
-    """One folder of runs: how many, their first and last start (UTC, from the run folders'
-    names), the machine it recorded and its load average as the session began (None: not
-    recorded)."""
-
-    folder: Path
-    runs: int
-    refused: int
-    first: dt.datetime | None
-    last: dt.datetime | None
-    machine: Machine | None
-    load: float | None = None
+# A target's declared deviations for a scenario, backend and mode.
+Declared = Callable[[str, str, str, str], Sequence[Deviation]]
 
 
 def _result(folder: Path) -> dict[str, Any] | None:
@@ -111,10 +130,24 @@ def describe(result: dict[str, Any] | None) -> str:
     return f"**{verdict}** ({kinds}){shown}: " + "; ".join(said)
 
 
-def _run_cell(scenario: str, target: str, backend: str, result: dict[str, Any] | None) -> Cell:
-    seed = None if result is None else result.get("seed")
-    verdict = "unknown" if result is None else str(result.get("verdict", "unknown"))
-    return Cell(scenario, target, backend, describe(result), seed, verdict)
+def _run_cell(
+    scenario: str,
+    target: str,
+    backend: str,
+    result: dict[str, Any] | None,
+    seed: int | None = None,
+    mode: str = "",
+) -> Cell:
+    if result is None:
+        return Cell(scenario, target, backend, describe(None), seed, "unknown", mode=mode)
+    verdict = str(result.get("verdict", "unknown"))
+    deviation = (result.get("deviation") or {}).get("id") if verdict == "deviation" else None
+    gap = (result.get("metrics") or {}).get("unavailable_longest_s")
+    return Cell(
+        scenario, target, backend, describe(result), result.get("seed", seed), verdict,
+        None if deviation is None else str(deviation), None if gap is None else float(gap),
+        str(result.get("mode") or mode),
+    )  # fmt: skip
 
 
 def collect(folders: Sequence[Path]) -> list[Cell]:
@@ -131,12 +164,15 @@ def collect(folders: Sequence[Path]) -> list[Cell]:
             continue
         for entry in read_index(index):
             scenario, target = str(entry.get("scenario")), str(entry.get("target"))
-            backend = str(entry.get("backend"))
+            backend, mode = str(entry.get("backend")), str(entry.get("mode") or "")
             if "refused" in entry:
-                cells.append(Cell(scenario, target, backend, f"refused: {entry['refused']}"))
+                refused = f"refused: {entry['refused']}"
+                cells.append(Cell(scenario, target, backend, refused, mode=mode))
             elif "folder" in entry:
                 result = _result(Path(str(entry["folder"])))
-                cells.append(_run_cell(scenario, target, backend, result))
+                seed = entry.get("seed")
+                seed = seed if isinstance(seed, int) else None
+                cells.append(_run_cell(scenario, target, backend, result, seed, mode))
     return cells
 
 
@@ -144,15 +180,83 @@ def _column(target: str, backend: str) -> str:
     return f"{TARGET_NAMES.get(target, target)}, {BACKEND_NAMES.get(backend, backend)}"
 
 
+def _columns(cells: Sequence[Cell]) -> list[tuple[str, str]]:
+    """The targets and backends, each target's process before its docker."""
+    rank = {name: i for i, name in enumerate(BACKEND_NAMES)}
+    keys = {(c.target, c.backend) for c in cells}
+    return sorted(keys, key=lambda k: (k[0], rank.get(k[1], 99), k[1]))
+
+
+def _scenarios(cells: Sequence[Cell]) -> list[str]:
+    """The scenarios in the catalog's order (unknown ones last, by name)."""
+    order = {name: i for i, name in enumerate(SCENARIOS)}
+    return sorted({c.scenario for c in cells}, key=lambda s: (order.get(s, len(order)), s))
+
+
+def _seeds(seeds: Sequence[int]) -> str:
+    ordered = sorted(set(seeds))
+    if len(ordered) > 2 and ordered[-1] - ordered[0] == len(ordered) - 1:
+        return f"seeds {ordered[0]}–{ordered[-1]}"
+    return ("seed " if len(ordered) == 1 else "seeds ") + ", ".join(map(str, ordered))
+
+
+def _rate_row(scenario: str, column: str, counted: Tally, said: Sequence[str]) -> str:
+    deviation = str(counted.rate("deviation"))
+    if counted.deviations:  # which declarations, when any was reproduced
+        ids = ", ".join(f"`{i}` {n}" for i, n in sorted(counted.deviations.items()))
+        deviation += f": {ids}"
+    median, top = counted.gap_median_s, counted.gap_max_s
+    gap = "—" if median is None or top is None else f"{median:.1f} / {top:.1f} s"
+    cells = [
+        f"`{scenario}`",
+        column,
+        f"{counted.runs} ({_seeds(counted.seeds)})" if counted.seeds else str(counted.runs),
+        str(counted.rate("held")),
+        deviation,
+        str(counted.rate("broken")),
+        str(counted.rate("unknown").count),
+        gap,
+        "<br>".join(f"**{line}**" for line in said) or "—",
+    ]
+    return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+
+def rates_table(
+    cells: Sequence[Cell], declared: Declared, before: Baseline | None
+) -> tuple[list[str], list[Tally]]:
+    """The rates' Markdown table (a row per scenario, target and backend, in the catalog's
+    order) and the tallies it shows; `declared` gives the deviations a target declares for
+    a run, `before` the rates published before (None: none)."""
+    lines = [
+        "| scenario | target, backend | runs | held | deviation | broken | unknown "
+        "| service gap (median / max) | changed |",
+        "|---" * 9 + "|",
+    ]
+    counted = {t.key: t for t in tally(c.record() for c in cells if c.verdict is not None)}
+    for scenario in _scenarios(cells):
+        for target, backend in _columns(cells):
+            column = _column(target, backend)
+            found = counted.get((scenario, target, backend))
+            if found is not None:
+                said = flags(found, declared(target, scenario, backend, found.mode), before)
+                lines.append(_rate_row(scenario, column, found, said))
+                continue
+            refusals = {
+                c.text
+                for c in cells
+                if (c.scenario, c.target, c.backend) == (scenario, target, backend)
+            }
+            for text in sorted(refusals):
+                shown = text.replace("|", "\\|")
+                lines.append(f"| `{scenario}` | {column} | {shown} |" + " — |" * 6)
+    return lines, list(counted.values())
+
+
 def table(cells: Sequence[Cell]) -> list[str]:
     """The Markdown table: a row per scenario (the catalog's order), a column per target and
     backend (process before docker)."""
-    rank = {name: i for i, name in enumerate(BACKEND_NAMES)}
-    columns = sorted(
-        {(c.target, c.backend) for c in cells}, key=lambda k: (k[0], rank.get(k[1], 99), k[1])
-    )
-    order = {name: i for i, name in enumerate(SCENARIOS)}
-    scenarios = sorted({c.scenario for c in cells}, key=lambda s: (order.get(s, len(order)), s))
+    columns = _columns(cells)
+    scenarios = _scenarios(cells)
     lines = [
         "| scenario | " + " | ".join(_column(*k) for k in columns) + " |",
         "|---" * (len(columns) + 1) + "|",
@@ -170,45 +274,40 @@ def table(cells: Sequence[Cell]) -> list[str]:
     return lines
 
 
-def _started(folder: Path) -> dt.datetime | None:
-    found = _STAMP.match(folder.name)
-    if found is None:
+@functools.cache
+def _declarations(target: str) -> Declarations | None:
+    from lab.targets.catalog import make_target
+    from lab.targets.protocol import DeclaresDeviations
+
+    try:
+        made = make_target(target)
+    except UsageError:  # a target this lab does not know (a folder from elsewhere)
         return None
-    return dt.datetime.strptime(found[1], "%Y%m%dT%H%M%SZ").replace(tzinfo=dt.UTC)
+    if not isinstance(made, DeclaresDeviations):
+        return None
+    return load_declarations(made.deviations_file)
 
 
-def sessions(folders: Sequence[Path]) -> list[Session]:
-    found: list[Session] = []
-    for folder in folders:
-        index = folder / SUITE_INDEX
-        if index.is_file():
-            entries = read_index(index)
-            runs = [Path(str(e["folder"])) for e in entries if "folder" in e]
-            refused = sum(1 for e in entries if "refused" in e)
-        else:
-            runs = [p.parent for p in folder.rglob("result.json")]
-            refused = 0
-        times = sorted(t for t in (_started(r) for r in runs) if t is not None)
-        machine, load = None, None
-        try:
-            raw = json.loads((folder / SUITE_MACHINE).read_text(encoding="utf-8"))
-            machine, load = Machine.from_json(raw["machine"]), float(raw["load_average"])
-        except (OSError, ValueError, KeyError, TypeError):
-            pass
-        first, last = (times[0], times[-1]) if times else (None, None)
-        found.append(Session(folder, len(runs), refused, first, last, machine, load))
-    return found
+def declared_deviations(target: str, scenario: str, backend: str, mode: str) -> list[Deviation]:
+    """The deviations `target` declares for a run of `scenario` on `backend` in `mode`."""
+    found = _declarations(target)
+    return [] if found is None else list(found.for_run(scenario, backend, mode))
 
 
-def _when(session: Session) -> str:
-    if session.first is None or session.last is None:
-        return "—"
-    first, last = session.first.strftime("%Y-%m-%d %H:%M"), session.last.strftime("%H:%M")
-    return f"{first} – {last}"
+def _no_declarations(target: str, scenario: str, backend: str, mode: str) -> list[Deviation]:
+    return []
 
 
-def page(folders: Sequence[Path], cells: Sequence[Cell], command: str, made: dt.datetime) -> str:
-    """The generated page: what made it, each session's dates and machine, the table."""
+def page(
+    folders: Sequence[Path],
+    cells: Sequence[Cell],
+    command: str,
+    made: dt.datetime,
+    declared: Declared = _no_declarations,
+    before: Baseline | None = None,
+) -> str:
+    """The generated page: what made it, each session's dates, load and machine, the rates
+    (compared with the declared deviations' and those published `before`), every run."""
     targets = sorted({c.target for c in cells})
     title = ", ".join(TARGET_NAMES.get(t, t) for t in targets)
     lines = [
@@ -224,11 +323,26 @@ def page(folders: Sequence[Path], cells: Sequence[Cell], command: str, made: dt.
     ]
     for s in sessions(folders):
         machine = "not recorded" if s.machine is None else s.machine.describe()
-        load = "—" if s.load is None else f"{s.load:.1f}"
         counted = f"{s.runs} runs, {s.refused} refused"
-        lines.append(f"| `{s.folder}` | {counted} | {_when(s)} | {load} | {machine} |")
-    lines += ["", *table(cells), "", *LEGEND]
+        lines.append(f"| `{s.folder}` | {counted} | {s.when} | {s.load_text} | {machine} |")
+    compared = "" if before is None else f", compared with the rates of {before.day}"
+    rates, _ = rates_table(cells, declared, before)
+    lines += ["", f"## Rates over seeds{compared}", "", *rates, "", *RATES_LEGEND]
+    lines += ["", "## Every run", "", *table(cells), "", *LEGEND]
     return "\n".join(lines) + "\n"
+
+
+RATES_LEGEND = (
+    "A row counts a scenario's runs on one target and backend, one run per seed: *held*, "
+    "*deviation* (a declared deviation reproduced, by id), *broken* and *unknown*, each as "
+    "K/N with its 95 % Wilson interval: with five runs, 5/5 means the true rate is likely "
+    "above 57 %, not that it is 100 %. *service gap*: the median and the largest, over the "
+    "runs, of a run's longest time between two acknowledged sends; on a loaded machine it "
+    "grows with the load. *changed*: a declared deviation whose rate is unlike the one its "
+    "declaration gives (`seen`; 0/N: fixed upstream?), a rate unlike the one published "
+    "before (intervals that do not overlap), or a verdict that held every time before and "
+    "broke now. [Reading rates](../reading-rates.md) says more.",
+)
 
 
 LEGEND = (
@@ -239,7 +353,7 @@ LEGEND = (
     "acknowledged messages never received (a run may hold with a loss where the documents "
     "predict one, as in split-brain: the loss must be there and found); *longest gap* is the "
     "longest time between two acknowledged sends. *load*: the machine's 1-minute load "
-    "average as the session began.",
+    "average as the session began, and its median and maximum as the runs ended.",
 )
 
 

@@ -85,9 +85,14 @@ def _settle(folder: Path) -> None:
 
         prediction = scenario_named(spec.scenario).in_mode(spec.group.mode).prediction_for(spec)
         from lab.ground.nodes import BROKER_REF_TRAITS
+        from lab.judge.bounds import Timings
 
         judgement = judge_run(
-            folder / "history.jsonl", folder / "events.jsonl", prediction, BROKER_REF_TRAITS
+            folder / "history.jsonl",
+            folder / "events.jsonl",
+            prediction,
+            BROKER_REF_TRAITS,
+            Timings.of(spec, BROKER_REF_TRAITS),
         )
     RunResult.stopped(spec, how, reproduce_command(spec, folder), judgement).write(
         folder / "result.json"

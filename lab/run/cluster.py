@@ -17,6 +17,7 @@ from typing import Protocol
 from lab.ground.events import Events
 from lab.ground.nodes import ClusterPlan, NodeStatus, TargetTraits
 from lab.ground.spec import RunSpec
+from lab.judge.bounds import Timings
 from scenarios.base import Scenario
 
 __all__ = ["Cluster", "ClusterFactory", "NoCluster", "RunParts"]
@@ -98,10 +99,16 @@ class NoCluster:
 @dataclass(frozen=True)
 class RunParts:
     """What a run is made of besides its spec: the scenario (its prediction), what the
-    target is like (its traits), and how to make the cluster (on the hosts backend, from the
-    hosts file `hosts_file`, which a reproducing command must name again)."""
+    target is like (its traits), how to make the cluster (on the hosts backend, from the
+    hosts file `hosts_file`, which a reproducing command must name again), and the run's
+    timeouts that the prediction's bounds add (None: broker_ref's model with the target's
+    allowances)."""
 
     scenario: Scenario
     target: TargetTraits
     cluster: ClusterFactory
     hosts_file: Path | None = None
+    timings: Callable[[RunSpec], Timings] | None = None
+
+    def timings_of(self, spec: RunSpec) -> Timings:
+        return Timings.of(spec, self.target) if self.timings is None else self.timings(spec)

@@ -340,7 +340,10 @@ def run_scenario(
                 run.current_phase = "judge"
                 _write_copies(folder)
                 prediction = parts.scenario.prediction_for(spec)
-                judgement = judge_run(folder.history, folder.events, prediction, parts.target)
+                timings = parts.timings_of(spec)
+                judgement = judge_run(
+                    folder.history, folder.events, prediction, parts.target, timings
+                )
                 run.write_json(folder.result, _judged(spec, judgement, reproduce, replay_of))
                 run.stop_if_a_write_failed()  # result.json could not be written
             except BaseException as exc:
@@ -389,6 +392,7 @@ def _judge_what_is_there(folder: RunFolder, spec: RunSpec, parts: RunParts) -> J
     """The checker's result and figures of an interrupted run's history, when it can be read."""
     try:
         prediction = parts.scenario.prediction_for(spec)
-        return judge_run(folder.history, folder.events, prediction, parts.target)
+        timings = parts.timings_of(spec)
+        return judge_run(folder.history, folder.events, prediction, parts.target, timings)
     except (LabError, OSError, ValueError, KeyboardInterrupt):
         return None  # unreadable, or a second Ctrl-C: the result says interrupted without it

@@ -26,6 +26,7 @@ from lab.ground.errors import UsageError
 from lab.ground.nodes import ClusterPlan, NodePlan
 from lab.ground.ports import HOST
 from lab.ground.spec import GroupSettings
+from lab.judge.bounds import Timing, broker_ref_timings
 from lab.targets.broker_ref_security import group_secret, tls_files, write_private
 from lab.targets.management import Credentials
 from lab.targets.protocol import (
@@ -218,3 +219,7 @@ class BrokerRefTarget(RestManagement):
 
     def parse_log_line(self, line: str) -> LogRecord | None:
         return parse_oplog_line(line)
+
+    def service_timings(self, group: GroupSettings, nodes: int) -> dict[str, Timing]:
+        """Its group's timeouts (lab.judge.bounds.broker_ref_timings)."""
+        return broker_ref_timings(group, nodes)

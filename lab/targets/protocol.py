@@ -17,6 +17,8 @@ from typing import Protocol, runtime_checkable
 from lab.ground.errors import ClusterError
 from lab.ground.nodes import ClusterPlan, NodePlan, NodeStatus, TargetTraits
 from lab.ground.ports import HOST
+from lab.ground.spec import GroupSettings
+from lab.judge.bounds import Timing
 from lab.targets.management import Credentials, ManagementClient
 
 __all__ = [
@@ -30,6 +32,7 @@ __all__ = [
     "NoTarget",
     "RestManagement",
     "RunsOnHosts",
+    "ServiceTimings",
     "Target",
     "parse_oplog_line",
     "run_command",
@@ -298,6 +301,15 @@ class ReadsLabCodes(Protocol):
 
     @property
     def lab_codes(self) -> frozenset[str]: ...
+
+
+@runtime_checkable
+class ServiceTimings(Protocol):
+    """A target whose group's timeouts follow a model of its own: how long its group waits
+    on a silent node (`silence`), an election (`election`), and one a designated primary
+    wins alone (`primary`), from the group's settings (lab.judge.bounds)."""
+
+    def service_timings(self, group: GroupSettings, nodes: int) -> dict[str, Timing]: ...
 
 
 def traits_of(target: Target) -> TargetTraits:

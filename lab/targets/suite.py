@@ -6,9 +6,13 @@ the session ran on), that the verdict table reads (lab.reporting.suite_table).
     refusal_check(spec, parts, work_dir)    UsageError: the one line `lab run` would give
     prepare(target)                         SetupError: the target cannot be had here
                                             (once per process and target)
+    seeds_option(raw, first, default)       the seeds of `--lab-seeds` (UsageError): N seeds
+                                            from `first` (or `default`) on, or S1,S2,…
     append_index(path, entry)               {"test", "scenario", "target", "backend", "mode",
-                                             "folder" | "refused"}; first machine.json:
-                                             {"machine": Machine, "load_average": 1-min}
+                                             "seed", "folder" | "refused", "load"}: the
+                                             1-min load average as the line is written;
+                                             first machine.json: {"machine": Machine,
+                                             "load_average": 1-min}
     deviation_lines(reports)                the declared deviations a session's tests met
     write_deviations(terminalreporter)      … at the end of the session, those not seen loud
 """
@@ -23,10 +27,11 @@ from pathlib import Path
 from typing import Any
 
 from faults.preflight import preflight
+from lab.ground.errors import UsageError
 from lab.ground.events import NoEvents
 from lab.ground.files import write_json
 from lab.ground.machine import this_machine
-from lab.ground.spec import RunSpec
+from lab.ground.spec import RunSpec, parse_seed
 from lab.judge.deviations import NOT_SEEN_WARNING
 from lab.run.cluster import RunParts
 from lab.run.incident import validate_spec
@@ -34,6 +39,8 @@ from lab.targets.catalog import make_target
 
 __all__ = [
     "DEVIATION_PROPERTY",
+    "PUBLISHED_SEEDS",
+    "RUN_PROPERTY",
     "SUITE_INDEX",
     "SUITE_MACHINE",
     "append_index",
@@ -41,12 +48,39 @@ __all__ = [
     "prepare",
     "read_index",
     "refusal_check",
+    "run_property",
+    "seeds_option",
     "write_deviations",
 ]
 
+PUBLISHED_SEEDS = 5  # the seeds per scenario of the published tables (docs/observed/)
+MAX_SEEDS = 1000
 SUITE_INDEX = "suite.jsonl"
 SUITE_MACHINE = "machine.json"  # beside the index: the machine the session ran on, its load
 DEVIATION_PROPERTY = "lab_deviation"  # a test's user property: its deviation's one line
+RUN_PROPERTY = "lab_run"  # a test's user property: its run's outcome (run_property)
+
+
+def seeds_option(raw: str | None, first: str | None, default: int) -> tuple[int, ...] | None:
+    """The seeds `--lab-seeds` names: a count N is N consecutive seeds from `first` (the
+    `--lab-seed` option; `default` without it), a comma-separated list those seeds in that
+    order (a repeated one once); None without the option. A bad value is a UsageError."""
+    if raw is None:
+        return None
+    text = raw.strip()
+    if "," in text:
+        seeds = [parse_seed(part.strip()) for part in text.split(",") if part.strip()]
+        if not seeds:
+            raise UsageError(f"{raw!r} names no seed")
+        return tuple(dict.fromkeys(seeds))
+    try:
+        count = int(text, 10)
+    except ValueError:
+        raise UsageError(f"{raw!r} is neither a count of seeds nor a list S1,S2,…") from None
+    if not 1 <= count <= MAX_SEEDS:
+        raise UsageError(f"{raw!r}: give between 1 and {MAX_SEEDS} seeds")
+    start = default if first is None else parse_seed(first)
+    return tuple(parse_seed(str(start + i)) for i in range(count))
 
 
 def refusal_check(spec: RunSpec, parts: RunParts, work_dir: Path) -> None:
@@ -71,11 +105,11 @@ def append_index(path: Path, entry: dict[str, Any]) -> None:
     the first one also records the machine beside it."""
     path.parent.mkdir(parents=True, exist_ok=True)
     machine = path.with_name(SUITE_MACHINE)
+    load = round(os.getloadavg()[0], 2)
     if not machine.exists():
-        recorded = {"machine": this_machine().to_json(), "load_average": os.getloadavg()[0]}
-        write_json(machine, recorded)
+        write_json(machine, {"machine": this_machine().to_json(), "load_average": load})
     with path.open("a", encoding="utf-8") as out:
-        out.write(json.dumps(entry) + "\n")
+        out.write(json.dumps({**entry, "load": load}) + "\n")
 
 
 def read_index(path: Path) -> list[dict[str, Any]]:
@@ -89,6 +123,24 @@ def read_index(path: Path) -> list[dict[str, Any]]:
         if isinstance(entry, dict):
             found.append(entry)
     return found
+
+
+def run_property(folder: Path) -> str:
+    """What a session's rates need of a run, from its result.json (JSON): scenario, target,
+    backend, mode, seed, verdict, the deviation it reproduced and its longest gap."""
+    try:
+        result = json.loads((folder / "result.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        result = {}
+    deviation = result.get("deviation") or {}
+    return json.dumps(
+        {
+            **{k: result.get(k) for k in ("scenario", "target", "backend", "mode", "seed")},
+            "verdict": result.get("verdict", "unknown"),
+            "deviation": deviation.get("id") if result.get("verdict") == "deviation" else None,
+            "gap_s": (result.get("metrics") or {}).get("unavailable_longest_s"),
+        }
+    )
 
 
 def deviation_lines(reports: Iterable[Any]) -> list[tuple[str, bool]]:

@@ -18,7 +18,9 @@ from pathlib import Path
 from lab.ground.errors import SetupError
 from lab.ground.nodes import ClusterPlan, NodePlan
 from lab.ground.ports import HOST
-from lab.targets.brokerj.config import check_group, initial_config
+from lab.ground.spec import GroupSettings
+from lab.judge.bounds import Timing
+from lab.targets.brokerj.config import check_group, initial_config, je_service_timings
 from lab.targets.brokerj.distribution import (
     VERSION,
     Distribution,
@@ -88,7 +90,9 @@ class BrokerJTarget(RestManagement):
     """`qpid-broker-j`: Broker-J's own binary distribution, unmodified."""
 
     name = "qpid-broker-j"
-    ready_timeout_s = 120.0  # JVM start-up and the group's first election, on a busy machine
+    # JVM start-up and the group's first election: the founder alone, then the others; on a
+    # two-core machine at load 50 a JVM takes a minute or more to start.
+    ready_timeout_s = 300.0
     # Berkeley DB JE elects in 3-5 s after a master's loss where broker_ref takes about 1 s
     # (lab bench failover --target qpid-broker-j).
     restart_allowance_s = 15.0  # a JVM restarts in 8-17 s in a container on 2 cores
@@ -188,3 +192,7 @@ class BrokerJTarget(RestManagement):
 
     def parse_log_line(self, line: str) -> LogRecord | None:
         return parse_brokerj_line(line)
+
+    def service_timings(self, group: GroupSettings, nodes: int) -> dict[str, Timing]:
+        """JE's timeouts as the lab configures them (config.je_service_timings)."""
+        return je_service_timings(group, nodes)
