@@ -15,7 +15,7 @@ from lab.ground.events import Events
 from lab.ground.spec import BACKENDS, RunSpec
 from lab.run.cluster import Cluster, ClusterFactory, RunParts
 from lab.targets.catalog import make_target
-from lab.targets.protocol import Target, traits_of
+from lab.targets.protocol import ChecksRuns, Target, traits_of
 from scenarios.catalog import scenario_named
 
 __all__ = ["parts_for"]
@@ -36,6 +36,8 @@ def parts_for(scenario: str, backend: str, target: str, mode: str | None = None)
 
 def _cluster_factory(target: Target) -> ClusterFactory:
     def make(spec: RunSpec, work_dir: Path, events: Events) -> Cluster:
+        if isinstance(target, ChecksRuns):  # a fault or a workload it cannot express
+            target.check_run(spec)
         return make_cluster(
             spec.backend,
             target,

@@ -13,7 +13,7 @@ from lab.ground.nodes import BROKER_REF_TRAITS, TargetTraits
 from lab.ground.spec import Durability, GroupSettings, RunSpec, Topology, Workload
 from lab.judge.prediction import Prediction
 
-__all__ = ["Scenario", "fault_window", "spaced_out", "uniform"]
+__all__ = ["Scenario", "ScheduleFn", "fault_window", "spaced_out", "uniform"]
 
 
 ScheduleFn = Callable[[RunSpec, random.Random], tuple[FaultOp, ...]]
@@ -42,6 +42,10 @@ class Scenario:
     # rolling restart): a target whose nodes take longer to restart gets its restart
     # allowance between each fault and the next, not only at the end of the load.
     paced: bool = False
+    # The same situation for an active-passive cluster whose brokers activate themselves (a
+    # target like Artemis: no cluster manager promotes, none moves a virtual address), with
+    # the prediction the documents make of it: a target that activates itself runs this.
+    self_activated: Scenario | None = None
 
     @property
     def mode(self) -> Mode:
@@ -74,7 +78,12 @@ class Scenario:
 
         A target whose nodes take longer to restart (a JVM) gets its `restart_allowance_s`
         added to the load after the schedule is made: the faults fall at the same moments, and
-        the service has time to come back before the load ends."""
+        the service has time to come back before the load ends. A target whose brokers
+        activate themselves runs the scenario's `self_activated` variant."""
+        if target.activates_itself and self.self_activated is not None:
+            return self.self_activated.spec(
+                seed, backend=backend, target=target, durability=durability
+            )
         base = RunSpec(
             scenario=self.name,
             seed=seed,
@@ -110,7 +119,11 @@ class Scenario:
         )
 
     def prediction_for(self, spec: RunSpec) -> Prediction:
-        """The prediction for this run's settings."""
+        """The prediction for this run's settings (its self-activated variant's for a run
+        whose brokers activate themselves)."""
+        variant = self.self_activated
+        if variant is not None and spec.group.active_passive.self_activated:
+            return variant.prediction_for(spec)
         return self.predict(spec) if self.predict is not None else self.prediction
 
 

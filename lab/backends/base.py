@@ -30,7 +30,7 @@ from lab.targets.management import (
     ManagementTimeout,
     ManagementUnreachable,
 )
-from lab.targets.protocol import JvmTarget, ManagedTarget, Target
+from lab.targets.protocol import ActivatesItself, JvmTarget, ManagedTarget, Target
 
 __all__ = ["ClusterBase", "NodeHandle", "group_ready"]
 
@@ -40,6 +40,7 @@ class NodeHandle(Protocol):
 
     plan: NodePlan
     paused: bool
+    starts: int  # how many times it was started
 
     @property
     def running(self) -> bool: ...
@@ -184,11 +185,17 @@ class ClusterBase(Generic[N]):
         last: Mapping[str, NodeStatus | None] = {}
         while time.monotonic() < deadline:
             outside = self.outside()
+            never = self._never_ready()  # a misconfigured broker may stop itself
             for name, node in self.nodes.items():
-                if name not in outside and not node.running and not node.paused:
+                if name in outside or name in never:
+                    continue
+                if not node.running and not node.paused:
                     raise ClusterError(f"node {name} {node.exit_detail()}")
             last = {n: s for n, s in self.statuses().items() if n not in outside}
-            if group_ready({n: s for n, s in last.items() if n not in self._never_ready()}):
+            ready = (
+                self.target.group_ready if isinstance(self.target, ActivatesItself) else group_ready
+            )
+            if ready({n: s for n, s in last.items() if n not in never}):
                 return next(n for n, s in last.items() if s is not None and s.role == "MASTER")
             time.sleep(0.05)
         roles = {n: (s.role if s else "no answer") for n, s in last.items()}

@@ -11,6 +11,11 @@ The manager is a fault target, named `manager`: `kill` stops it, its heal starts
 again; `pause` freezes it, `resume` thaws it. `restart_cluster` is the operator's remedy
 for a hung cluster (the seed's "restart the qpidd services, then the qpidd-primary
 service"): every broker stopped and started, then the manager started anew.
+
+When the brokers activate themselves (`group.active_passive.activation` self: a target like
+Artemis), there is no manager and no virtual address: the cluster runs a StatusObserver
+(lab.manager.observer), which records the brokers' roles and statuses as they change, and
+`restart_cluster` stops and starts every broker.
 """
 
 from __future__ import annotations
@@ -19,8 +24,10 @@ from typing import TypeVar
 
 from lab.backends.base import ClusterBase, NodeHandle
 from lab.ground.errors import ClusterError
+from lab.ground.nodes import NodeStatus
 from lab.ground.ports import HOST
 from lab.manager.manager import STARTING, ClusterManager
+from lab.manager.observer import StatusObserver
 from lab.targets.management import ManagementTimeout, ManagementUnreachable
 from lab.targets.protocol import ManagedTarget
 
@@ -34,7 +41,13 @@ N = TypeVar("N", bound=NodeHandle)
 
 class ManagedCluster(ClusterBase[N]):
     manager: ClusterManager | None = None
+    observer: StatusObserver | None = None
     _vip_port: int | None = None  # where the virtual address listens on 127.0.0.1
+
+    @property
+    def has_manager(self) -> bool:
+        """An active-passive cluster whose brokers the lab's cluster manager promotes."""
+        return self.group.is_active_passive and not self.group.active_passive.self_activated
 
     def _vip_upstream(self, name: str) -> str:
         """The address of broker `name`'s AMQP port as the Toxiproxy server reaches it."""
@@ -45,15 +58,32 @@ class ManagedCluster(ClusterBase[N]):
         return None if self._vip_port is None else f"amqp://{HOST}:{self._vip_port}"
 
     def _start_manager(self) -> None:
-        if self.group.is_active_passive and self.manager is None:
+        if self.has_manager and self.manager is None:
             self.manager = ClusterManager(self, self.group.active_passive, self.events)
             self.manager.start()
+        elif self.group.is_active_passive and self.observer is None:
+            self.observer = StatusObserver(self, self.events)
+            self.observer.start()
 
     def _stop_manager(self) -> None:
         """First thing in `stop`: no broker is restarted while the cluster stops."""
         if self.manager is not None:
             self.manager.close()
             self.manager = None
+        if self.observer is not None:
+            self.observer.close()
+            self.observer = None
+
+    # ---- what the observer watches (lab.manager.observer.Watched) ---------------------------
+
+    def starts(self, name: str) -> int:
+        return self.node(name).starts
+
+    def node_status(self, name: str, timeout_s: float) -> NodeStatus | None:
+        node = self.node(name)
+        if node.paused or not node.running:
+            return None
+        return self.target.status(node.plan, timeout_s)
 
     # ---- what the manager drives (lab.manager.Brokers) ------------------------------------
 
@@ -116,12 +146,15 @@ class ManagedCluster(ClusterBase[N]):
             super().resume(name)
 
     def restart_cluster(self) -> None:
-        """Stop every broker and the manager, start the brokers, then the manager."""
-        manager = self._manager()
-        manager.stop()
+        """Stop every broker and the manager, start the brokers, then the manager (brokers
+        that activate themselves: every broker stopped and started)."""
+        manager = self._manager() if self.has_manager else None
+        if manager is not None:
+            manager.stop()
         for name in self.nodes:
             self.kill(name)
         for name in self.nodes:
             self.restart(name)
         self.events.emit("cluster.restart", None)
-        manager.start()
+        if manager is not None:
+            manager.start()

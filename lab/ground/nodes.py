@@ -90,6 +90,9 @@ class TargetTraits:
     # broker_ref's own codes (REF-) this target's log lines are read as: events it logs
     # without a code of its own (lab.targets.brokerj.target's LAB_EVENTS)
     lab_codes: frozenset[str] = frozenset()
+    # Its active-passive brokers decide themselves which one is active (Artemis): a run
+    # of an active-passive scenario leaves the lab's cluster manager out.
+    activates_itself: bool = False
 
 
 BROKER_REF_TRAITS = TargetTraits()  # the target the predictions' bounds are set for

@@ -33,7 +33,7 @@ __all__ = [
 ]
 
 BACKENDS = ("process", "docker")
-TARGETS = ("broker_ref", "qpid-broker-j")
+TARGETS = ("broker_ref", "qpid-broker-j", "artemis")
 SPEC_VERSION = 1
 MAX_SEED = 2**63 - 1
 

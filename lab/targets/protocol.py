@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -17,17 +18,22 @@ from typing import Protocol, runtime_checkable
 from lab.ground.errors import ClusterError
 from lab.ground.nodes import ClusterPlan, NodePlan, NodeStatus, TargetTraits
 from lab.ground.ports import HOST
+from lab.ground.spec import RunSpec
 from lab.targets.management import Credentials, ManagementClient
 
 __all__ = [
+    "ActivatesItself",
+    "ChecksRuns",
     "ContainerLaunch",
     "DeclaresDeviations",
+    "DialsPeersByName",
     "JvmTarget",
     "LogRecord",
     "ManagedTarget",
     "NoTarget",
     "RestManagement",
     "Target",
+    "pair_address",
     "parse_oplog_line",
     "run_command",
     "traits_of",
@@ -248,6 +254,49 @@ class ReadsLabCodes(Protocol):
     def lab_codes(self) -> frozenset[str]: ...
 
 
+@runtime_checkable
+class ActivatesItself(Protocol):
+    """A target whose active-passive brokers decide themselves which one is active (Artemis:
+    a lock manager or a quorum vote). Its runs leave the lab's cluster manager out; the
+    cluster watches the brokers instead (lab.manager.observer)."""
+
+    activates_itself: bool
+
+    def group_ready(self, statuses: Mapping[str, NodeStatus | None]) -> bool:
+        """Whether the brokers' statuses make a cluster ready to serve (the target's own
+        rule, in place of lab.backends.base.group_ready)."""
+        ...
+
+
+@runtime_checkable
+class DialsPeersByName(Protocol):
+    """A target whose nodes dial each peer at the one address that peer announces to the
+    group (Artemis's connectors), so no per-pair address can be handed to the dialling node.
+    The process backend gives every proxy into a node the same port and each pair's proxy a
+    loopback address of its own (`pair_address`), which the target names in the node's own
+    resolver; the Docker backend sends what a node dials at a peer's address, from inside the
+    node's network namespace, to the pair's proxy."""
+
+    dials_peers_by_name: bool
+
+
+def pair_address(source: int, dest: int) -> str:
+    """The loopback address of the proxy on the link from node number `source` to node number
+    `dest` (1-based) on local processes, for a target that dials peers by name: all of
+    127.0.0.0/8 is the host's loopback, so it needs no set-up."""
+    return f"127.78.{source}.{dest}"
+
+
+@runtime_checkable
+class ChecksRuns(Protocol):
+    """A target that refuses some runs by more than their group: a fault or a workload it
+    cannot express."""
+
+    def check_run(self, spec: RunSpec) -> None:
+        """A UsageError naming why, before anything starts."""
+        ...
+
+
 def traits_of(target: Target) -> TargetTraits:
     """What a run needs to know of the target besides how to start it (lab.ground.nodes)."""
     declared = target.deviations_file if isinstance(target, DeclaresDeviations) else None
@@ -257,4 +306,5 @@ def traits_of(target: Target) -> TargetTraits:
         target.restart_allowance_s,
         None if declared is None else str(declared),
         target.lab_codes if isinstance(target, ReadsLabCodes) else frozenset(),
+        isinstance(target, ActivatesItself) and target.activates_itself,
     )

@@ -186,7 +186,7 @@ class DockerCluster(ContainerAbilities):
         for i, (name, port) in enumerate(zip(self.node_names, client_ports, strict=True)):
             _publish(spec, CLIENT_PROXY_BASE + i + 1, port)
             self._client_ports[name] = port
-        if self.group.is_active_passive:  # the virtual address: CLIENT_PROXY_BASE itself
+        if self.has_manager:  # the virtual address: CLIENT_PROXY_BASE itself
             self._vip_port = self._take_ports(1)[0]
             _publish(spec, CLIENT_PROXY_BASE, self._vip_port)
         spec.start()
@@ -247,7 +247,7 @@ class DockerCluster(ContainerAbilities):
             self.proxies[link.name] = self.toxiproxy.create(
                 link.name, f"0.0.0.0:{self._listen_port(link)}", f"{dest}:{port}"
             )
-        if self.group.is_active_passive:
+        if self.has_manager:
             upstream = self._vip_upstream(self.node_names[0])
             self.proxies[VIP] = self.toxiproxy.create(VIP, f"0.0.0.0:{CLIENT_PROXY_BASE}", upstream)
 

@@ -46,6 +46,7 @@ class NodeContainer:
         self.container: Container | None = None
         self._ending = False  # the lab is ending the container (kill, stop)
         self.paused = False
+        self.starts = 0
         self._create = create
         self._reader: threading.Thread | None = None
         self.log_path: Path = plan.node_dir / "broker.log"
@@ -92,6 +93,7 @@ class NodeContainer:
             except (APIError, RequestException) as exc:
                 raise ClusterError(f"node {self.name}: docker start failed: {exc}") from exc
         self.paused = False
+        self.starts += 1
         if not self.detached:
             since = self._started_at()
             self._reader = threading.Thread(

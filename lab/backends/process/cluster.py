@@ -24,11 +24,15 @@ from lab.ground.nodes import ClusterPlan, NodePlan
 from lab.ground.ports import HOST, require_free
 from lab.ground.spec import Durability, GroupSettings, Topology
 from lab.ground.topology import Link, client_link, links_for, split_node_link
-from lab.targets.protocol import JvmTarget, Target, run_command
+from lab.targets.protocol import DialsPeersByName, JvmTarget, Target, pair_address, run_command
 
 __all__ = ["ProcessCluster"]
 
 GROUP = "lab"
+
+
+def _first_link_into(links: tuple[Link, ...], dest: str) -> Link:
+    return next(link for link in links if not link.is_client and link.dest == dest)
 
 
 class ProcessCluster(ManagedCluster[NodeProcess]):
@@ -75,6 +79,8 @@ class ProcessCluster(ManagedCluster[NodeProcess]):
             not target.proxied_peer_links and not detached and peer_filter_refusal() is None
         )
         self.peer_filter: PeerFilter | None = None
+        # A target whose nodes dial a peer at the one address it announces (Artemis).
+        self._by_name = isinstance(target, DialsPeersByName) and target.dials_peers_by_name
 
     # -- life cycle ---------------------------------------------------------------------------
 
@@ -138,9 +144,13 @@ class ProcessCluster(ManagedCluster[NodeProcess]):
         for link, listen_port in zip(self.links, listen_ports, strict=True):
             dest = by_name[link.dest]
             upstream_port = dest.amqp_port if link.is_client else dest.replication_port
-            info = self.toxiproxy.create(
-                link.name, f"{HOST}:{listen_port}", f"{HOST}:{upstream_port}"
-            )
+            listen = f"{HOST}:{listen_port}"
+            if not link.is_client and self._by_name:
+                # every proxy into a node on one port, each pair at its own address
+                into = listen_ports[self.links.index(_first_link_into(self.links, link.dest))]
+                pair = pair_address(names.index(link.source) + 1, names.index(link.dest) + 1)
+                listen = f"{pair}:{into}"
+            info = self.toxiproxy.create(link.name, listen, f"{HOST}:{upstream_port}")
             self.proxies[link.name] = info
             if not link.is_client:
                 peers[link.source][link.dest] = info.listen
@@ -152,7 +162,7 @@ class ProcessCluster(ManagedCluster[NodeProcess]):
             settings=self.group,
             spares=self.topology.spares,
         )
-        if self.group.is_active_passive:
+        if self.has_manager:
             self._vip_port = self._take_ports(1)[0]
             self.proxies[VIP] = self.toxiproxy.create(
                 VIP, f"{HOST}:{self._vip_port}", self._vip_upstream(names[0])
