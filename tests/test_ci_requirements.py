@@ -49,3 +49,10 @@ def test_what_ci_installs_is_never_skipped_plainly() -> None:
     plain = [str(p.relative_to(ROOT)) for p in SUITES if needs.search(p.read_text("utf-8"))]
     assert plain == []
     assert len(_calls(r"skip_unless_ci\(")) >= 8  # the tests that need them do call it
+
+
+def test_ci_runs_exactly_the_readme_test_command() -> None:
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()[-1]
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert ci in readme, f".ci/run runs `{ci}`, which the README does not give"
+    assert ci.startswith("scripts/bootstrap.sh --tests && ")

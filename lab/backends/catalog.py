@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, TypeAlias
 from lab.backends.process.cluster import ProcessCluster
 from lab.ground.errors import UsageError
 from lab.ground.events import Events
+from lab.ground.extras import DOCKER, require
 from lab.ground.spec import BACKENDS, Durability, GroupSettings, Topology
 from lab.targets.protocol import Target
 
@@ -40,6 +41,7 @@ def make_cluster(
         raise UsageError("a cluster needs at least one node")
     cluster_type: type[ProcessCluster] | type[DockerCluster] = ProcessCluster
     if backend == "docker":
+        require(DOCKER, "the Docker backend")
         # Imported here: the Docker SDK is needed only by those who ask for containers.
         from lab.backends.docker.cluster import DockerCluster
 

@@ -33,3 +33,5 @@ class Benchmark:
     run_mode: Callable[[Say, str], str] | None = None
     run_sized: Callable[[Say, str, int], str] | None = None
     size_option: str | None = None
+    # The optional package sets it needs beyond the lab's own (lab.ground.extras names).
+    needs: tuple[str, ...] = ()

@@ -112,4 +112,5 @@ BENCHMARK = Benchmark(
     description="reports over 1,000 run folders, a 10,000-run store, and 100 runs compacted "
     "into it (Spark; DuckDB as yardstick)",
     run=run,
+    needs=("reports",),
 )

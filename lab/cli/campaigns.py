@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from lab.cli.common import DEFAULT_STATE_DIR, Commands, say
 from lab.ground.errors import UsageError
+from lab.ground.extras import DOCKER, REPORTS, require
 
 if TYPE_CHECKING:
     from lab.campaign.plan import CampaignRequest
@@ -130,6 +131,8 @@ def _cmd_campaign(args: argparse.Namespace) -> int:
 
     request = _request(args)
     request.cells()  # every name checked before anything starts
+    if "docker" in request.backends:
+        require(DOCKER, "a campaign on the docker backend")
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     shard = f"-shard{request.shard.index}of{request.shard.count}" if request.shard.count > 1 else ""
     out = args.out or Path("campaigns") / f"{stamp}-{request.seed}{shard}"
@@ -156,6 +159,12 @@ def _finish(summary: CampaignSummary, out: Path, no_report: bool) -> int:
 
 def _report(out: Path) -> None:
     """The Spark report over the campaign's runs, into out/report."""
+    if not REPORTS.installed:
+        print(
+            f"report: not made: it needs {', '.join(REPORTS.missing())} "
+            f"(run {REPORTS.install_command})"
+        )
+        return
     say("lab: making the report (Spark) …")
     logs = out / "logs"
     logs.mkdir(exist_ok=True)

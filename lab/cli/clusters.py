@@ -72,6 +72,9 @@ def _cmd_down(args: argparse.Namespace) -> int:
 
 
 def _cmd_images(args: argparse.Namespace) -> int:
+    from lab.ground.extras import DOCKER, require
+
+    require(DOCKER, "lab images")
     from lab.backends.docker.engine import ensure_engine
     from lab.backends.docker.images import build_images
     from lab.ground.spec import TARGETS

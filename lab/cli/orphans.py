@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from lab.ground.extras import DOCKER
 from lab.run.active import settle_orphans
 
 __all__ = ["clear_orphans"]
@@ -37,7 +38,8 @@ def clear_orphans(log: Path | None = None) -> list[str]:
     attempt("run folders", _settle_folders)
     attempt("node disks", _reap_disks)
     attempt("node link filters", _reap_peer_filters)
-    if os.environ.get("DOCKER_HOST") or _SOCKET.exists():
+    # Without the Docker SDK this environment never ran a container to leave behind.
+    if DOCKER.installed and (os.environ.get("DOCKER_HOST") or _SOCKET.exists()):
         attempt("containers", _reap_containers)
     if problems and log is not None:
         with contextlib.suppress(OSError):

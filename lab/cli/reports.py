@@ -7,6 +7,7 @@ from pathlib import Path
 
 from lab.cli.common import DEFAULT_STATE_DIR, Commands, say
 from lab.ground.errors import UsageError
+from lab.ground.extras import REPORTS, require
 
 __all__ = ["register"]
 
@@ -74,6 +75,7 @@ def _positive(text: str) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
+    require(REPORTS, "lab report")
     from spark_reports.cli import run_report
 
     return run_report(args, say)
@@ -89,6 +91,11 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     from lab.ground.spec import BACKENDS, TARGETS
 
     bench = benchmark_named(args.name)
+    from lab.ground.extras import EXTRAS
+
+    for extra in EXTRAS:
+        if extra.name in bench.needs or (extra.name == "docker" and args.backend == "docker"):
+            require(extra, f"lab bench {bench.name}")
     sized = [(name, value) for name in ("runs", "minutes") if (value := getattr(args, name))]
     if sized and bench.size_option != sized[0][0]:
         takes = f"--{bench.size_option}" if bench.size_option else "no length option"
@@ -132,6 +139,7 @@ def _cmd_allure(args: argparse.Namespace) -> int:
     the command runs there."""
     import os
 
+    require(REPORTS, "lab allure (its timeline charts)")
     from lab.reporting.allure_ci import executor_of
     from lab.reporting.allure_cli import generate_report
 
