@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from lab.backends.catalog import make_cluster
+from lab.ground.cluster_settings import ACTIVE_PASSIVE
 from lab.ground.errors import UsageError
 from lab.ground.events import Events
 from lab.ground.spec import BACKENDS, RunSpec
@@ -23,15 +24,20 @@ __all__ = ["parts_for"]
 
 def parts_for(scenario: str, backend: str, target: str, mode: str | None = None) -> RunParts:
     """The parts of a run of `scenario` against `target` on `backend`, in `mode` (None: the
-    scenario's own HA design), checked."""
+    scenario's own HA design, or its active-passive twin for a target whose brokers
+    activate themselves), checked."""
     if backend not in BACKENDS:
         raise UsageError(f"unknown backend {backend!r} (known: {', '.join(BACKENDS)})")
-    chosen = scenario_named(scenario).in_mode(mode)
+    node_target = make_target(target)
+    traits = traits_of(node_target)
+    named = scenario_named(scenario)
+    if mode is None and traits.activates_itself and ACTIVE_PASSIVE in named.modes:
+        mode = ACTIVE_PASSIVE  # a target whose brokers activate themselves has no other HA
+    chosen = named.in_mode(mode)
     refusal = chosen.refusal(backend)
     if refusal is not None:
         raise UsageError(refusal)
-    node_target = make_target(target)
-    return RunParts(chosen, traits_of(node_target), _cluster_factory(node_target))
+    return RunParts(chosen, traits, _cluster_factory(node_target))
 
 
 def _cluster_factory(target: Target) -> ClusterFactory:

@@ -1,20 +1,21 @@
 """The observer that replaces the cluster manager for brokers that activate themselves: it
-records each broker's role and HA status when they change, forgets a restarted broker's, and
-says nothing for a broker that does not answer."""
+records each broker's role and HA status when they change from what the run recorded (its
+log lines may have said it first), forgets a restarted broker's, and says nothing for a
+broker that does not answer."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from lab.ground.nodes import NodeStatus
-from lab.manager.observer import Seen, StatusObserver
+from lab.manager.observer import NodeStates, StatusObserver
 
 
 class Events:
     def __init__(self) -> None:
         self.seen: list[tuple[str, str | None, dict[str, Any]]] = []
 
-    def emit(self, kind: str, node: str | None, **fields: Any) -> None:
+    def emit(self, kind: str, node: str | None = None, **fields: Any) -> None:
         self.seen.append((kind, node, fields))
 
 
@@ -38,40 +39,51 @@ class Brokers:
 
 def test_changes_are_recorded_once_and_a_restart_is_a_new_life() -> None:
     brokers, events = Brokers(), Events()
-    observer = StatusObserver(brokers, events)
-    seen = Seen()
+    states = NodeStates(events)
+    observer = StatusObserver(brokers, states)
     brokers.answer = NodeStatus("n1", "MASTER", ha_status="recovering")
-    seen = observer.observe("n1", seen)
-    seen = observer.observe("n1", seen)  # nothing new
+    observer.observe("n1")
+    observer.observe("n1")  # nothing new
     brokers.answer = NodeStatus("n1", "MASTER", ha_status="active")
-    seen = observer.observe("n1", seen)
-    brokers.answer = None  # killed, frozen, starting: no answer, nothing said
-    seen = observer.observe("n1", seen)
-    brokers.life = 2  # started again: the same answer is news
+    observer.observe("n1")
+    brokers.answer = None  # frozen, starting: no answer, nothing said
+    observer.observe("n1")
+    states.emit("node.start", "n1", pid=1)  # started again: the same answer is news
     brokers.answer = NodeStatus("n1", "MASTER", ha_status="active")
-    seen = observer.observe("n1", seen)
-    assert events.seen == [
-        ("node.role", "n1", {"role": "MASTER", "previous": None}),
-        ("node.ha", "n1", {"status": "recovering", "previous": None}),
-        ("node.ha", "n1", {"status": "active", "previous": "recovering"}),
-        ("node.role", "n1", {"role": "MASTER", "previous": None}),
-        ("node.ha", "n1", {"status": "active", "previous": None}),
+    observer.observe("n1")
+    assert [e for e in events.seen if e[0] != "node.start"] == [
+        ("node.role", "n1", {"previous": None, "role": "MASTER"}),
+        ("node.ha", "n1", {"previous": None, "status": "recovering"}),
+        ("node.ha", "n1", {"previous": "recovering", "status": "active"}),
+        ("node.role", "n1", {"previous": None, "role": "MASTER"}),
+        ("node.ha", "n1", {"previous": None, "status": "active"}),
     ]
-    assert seen == Seen("MASTER", "active", 2)
+    assert states.last("n1") == ("MASTER", "active")
 
 
-def test_an_answer_from_a_broker_killed_meanwhile_is_dropped() -> None:
+def test_what_a_log_line_said_first_is_not_said_again() -> None:
     brokers, events = Brokers(), Events()
+    states = NodeStates(events)
+    states.emit("node.role", "n1", role="REPLICA")  # its log: synchronized with its primary
+    states.emit("node.ha", "n1", status="ready")
+    brokers.answer = NodeStatus("n1", "REPLICA", ha_status="ready")
+    StatusObserver(brokers, states).observe("n1")
+    assert len(events.seen) == 2
+
+
+def test_an_answer_from_a_broker_killed_or_restarted_meanwhile_is_dropped() -> None:
+    brokers, events = Brokers(), Events()
+    states = NodeStates(events)
     brokers.answer = NodeStatus("n1", "MASTER", ha_status="active")
     brokers.up = False
-    assert StatusObserver(brokers, events).observe("n1", Seen(life=1)) == Seen(life=1)
+    StatusObserver(brokers, states).observe("n1")
     assert events.seen == []
 
 
 def test_the_observer_starts_and_stops_its_threads() -> None:
     brokers, events = Brokers(), Events()
     brokers.answer = NodeStatus("n1", "REPLICA", ha_status="ready")
-    observer = StatusObserver(brokers, events, interval_s=0.01)
+    observer = StatusObserver(brokers, NodeStates(events), interval_s=0.01)
     observer.start()
     observer.stop()
     assert not observer.running

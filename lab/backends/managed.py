@@ -27,7 +27,7 @@ from lab.ground.errors import ClusterError
 from lab.ground.nodes import NodeStatus
 from lab.ground.ports import HOST
 from lab.manager.manager import STARTING, ClusterManager
-from lab.manager.observer import StatusObserver
+from lab.manager.observer import NodeStates, StatusObserver
 from lab.targets.management import ManagementTimeout, ManagementUnreachable
 from lab.targets.protocol import ManagedTarget
 
@@ -62,6 +62,7 @@ class ManagedCluster(ClusterBase[N]):
             self.manager = ClusterManager(self, self.group.active_passive, self.events)
             self.manager.start()
         elif self.group.is_active_passive and self.observer is None:
+            assert isinstance(self.events, NodeStates)  # what the backends record events by
             self.observer = StatusObserver(self, self.events)
             self.observer.start()
 

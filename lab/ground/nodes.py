@@ -36,6 +36,10 @@ class ClusterPlan:
     settings: GroupSettings = field(default_factory=GroupSettings)
     # Nodes planned but started only to join the running group (Topology.spares).
     spares: tuple[str, ...] = ()
+    # Brokers the target runs beside the group (Artemis's quorum voters): planned like nodes
+    # (ports, folders, a proxy on every link with a node or another witness) and started
+    # with the group, but never one of its nodes: no client reaches them, no fault names them.
+    witnesses: tuple[NodePlan, ...] = ()
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -60,10 +64,13 @@ class ClusterPlan:
         return ClusterPlan(group, nodes, durability, settings=settings, spares=spares)
 
     def node(self, name: str) -> NodePlan:
-        for plan in self.nodes:
+        for plan in (*self.nodes, *self.witnesses):
             if plan.name == name:
                 return plan
         raise KeyError(name)
+
+    def is_witness(self, name: str) -> bool:
+        return any(plan.name == name for plan in self.witnesses)
 
 
 @dataclass(frozen=True)

@@ -8,25 +8,59 @@ the events a run is judged by:
     node.role   MASTER / REPLICA / WAITING, as the target maps its brokers' states
     node.ha     the HA status in the C++ broker's words (joining, ready, recovering, active)
 
-A broker that does not answer (down, frozen, starting) changes nothing; one started again
-(its `starts` count grew) has its next answer recorded whatever it is, since the run forgets
-a restarted node's role.
+A change is a change from what the run last recorded of the broker (`NodeStates`): the
+brokers' own log lines may record some first (a target's log reader can say that a line is
+its broker taking a role or a status, lab.targets.protocol.LogRecord), and a broker started
+again has nothing recorded. A broker that does not answer (down, frozen, starting) changes
+nothing; an answer from a broker killed or started again while it was asked is dropped.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from lab.ground.events import Events
 from lab.ground.nodes import NodeStatus
 
-__all__ = ["Seen", "StatusObserver", "Watched"]
+__all__ = ["NodeStates", "StatusObserver", "Watched"]
 
 INTERVAL_S = 0.2
 TIMEOUT_S = 1.0
+_NEW_LIFE = ("node.start", "node.kill", "node.stop", "node.exit")
+
+
+class NodeStates:
+    """Events as the run records them, remembering each node's last role (`node.role`) and
+    HA status (`node.ha`) in its current life; an event that says again what is recorded is
+    not repeated."""
+
+    def __init__(self, events: Events) -> None:
+        self._events = events
+        self._lock = threading.Lock()
+        self._roles: dict[str, Any] = {}
+        self._statuses: dict[str, Any] = {}
+
+    def emit(self, kind: str, node: str | None = None, **fields: Any) -> None:
+        with self._lock:
+            if node is not None and kind in _NEW_LIFE:
+                self._roles.pop(node, None)
+                self._statuses.pop(node, None)
+            elif node is not None and kind in ("node.role", "node.ha"):
+                book, key = (
+                    (self._roles, "role") if kind == "node.role" else (self._statuses, "status")
+                )
+                if node in book and book[node] == fields.get(key):
+                    return
+                fields = {"previous": book.get(node), **fields}  # unless the event says it
+                book[node] = fields.get(key)
+            self._events.emit(kind, node, **fields)
+
+    def last(self, node: str) -> tuple[str | None, str | None]:
+        """The node's recorded role and HA status (None: none in its current life)."""
+        with self._lock:
+            return self._roles.get(node), self._statuses.get(node)
 
 
 class Watched(Protocol):
@@ -50,12 +84,12 @@ class StatusObserver:
     def __init__(
         self,
         brokers: Watched,
-        events: Events,
+        states: NodeStates,
         interval_s: float = INTERVAL_S,
         wait: Callable[[threading.Event, float], bool] = lambda stop, s: stop.wait(s),
     ) -> None:
         self._brokers = brokers
-        self._events = events
+        self._states = states
         self._interval_s = interval_s
         self._wait = wait
         self._stop = threading.Event()
@@ -69,7 +103,7 @@ class StatusObserver:
         if self.running:
             return
         self._stop.clear()
-        self._events.emit("observer.start", None)
+        self._states.emit("observer.start", None)
         self._threads = [
             threading.Thread(target=self._watch, args=(name,), name=f"observe-{name}", daemon=True)
             for name in self._brokers.node_names
@@ -84,41 +118,24 @@ class StatusObserver:
         for thread in self._threads:
             thread.join(timeout=TIMEOUT_S + 5.0)
         self._threads = []
-        self._events.emit("observer.stop", None)
+        self._states.emit("observer.stop", None)
 
     def close(self) -> None:
         self.stop()
 
     def _watch(self, name: str) -> None:
-        seen = Seen()
         while not self._stop.is_set():
-            seen = self.observe(name, seen)
+            self.observe(name)
             self._wait(self._stop, self._interval_s)
 
-    def observe(self, name: str, seen: Seen) -> Seen:
-        """One look at broker `name`: what changed since `seen` emitted; what is seen now."""
+    def observe(self, name: str) -> None:
+        """One look at broker `name`: what changed since the run last recorded it, emitted."""
         starts = self._brokers.starts(name)
-        if starts != seen.life:
-            seen = Seen(life=starts)
         found = self._brokers.node_status(name, TIMEOUT_S)
-        if found is None or self._brokers.starts(name) != seen.life:
-            return seen
+        if found is None or self._brokers.starts(name) != starts:
+            return
         if not self._brokers.running(name):  # killed while it answered: it is no one now
-            return seen
-        role, status = seen.role, seen.status
-        if found.role != role:
-            self._events.emit("node.role", name, role=found.role, previous=role)
-            role = found.role
-        if found.ha_status is not None and found.ha_status != status:
-            self._events.emit("node.ha", name, status=found.ha_status, previous=status)
-            status = found.ha_status
-        return Seen(role, status, seen.life)
-
-
-@dataclass(frozen=True)
-class Seen:
-    """What the observer last recorded of a broker in its current life."""
-
-    role: str | None = None
-    status: str | None = None
-    life: int = -1
+            return
+        self._states.emit("node.role", name, role=found.role)
+        if found.ha_status is not None:
+            self._states.emit("node.ha", name, status=found.ha_status)

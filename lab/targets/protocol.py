@@ -18,7 +18,7 @@ from typing import Protocol, runtime_checkable
 from lab.ground.errors import ClusterError
 from lab.ground.nodes import ClusterPlan, NodePlan, NodeStatus, TargetTraits
 from lab.ground.ports import HOST
-from lab.ground.spec import RunSpec
+from lab.ground.spec import GroupSettings, RunSpec
 from lab.targets.management import Credentials, ManagementClient
 
 __all__ = [
@@ -27,6 +27,7 @@ __all__ = [
     "ContainerLaunch",
     "DeclaresDeviations",
     "DialsPeersByName",
+    "HasWitnesses",
     "JvmTarget",
     "LogRecord",
     "ManagedTarget",
@@ -37,25 +38,35 @@ __all__ = [
     "parse_oplog_line",
     "run_command",
     "traits_of",
+    "witnesses_of",
 ]
 
 
 @dataclass(frozen=True)
 class ContainerLaunch:
-    """How a node starts in its container: its configuration file and command line."""
+    """How a node starts in its container: its configuration file and command line, and
+    where the run's shared folder is mounted when its nodes need one (a file lock they
+    share), else None."""
 
     config: bytes
     config_path: str  # where the configuration is copied inside the container
     command: tuple[str, ...]
+    shared_dir: str | None = None
 
 
 @dataclass(frozen=True)
 class LogRecord:
+    """One coded line of a node's log. `took_role` / `took_status`: the line says its node
+    took that role (MASTER …) or HA status (ready …) at that moment (a target whose line
+    says so, where a poll of its management API may come too late)."""
+
     time: str
     level: str
     node: str
     code: str
     text: str
+    took_role: str | None = None
+    took_status: str | None = None
 
     @property
     def role_change(self) -> tuple[str, str] | None:
@@ -278,6 +289,21 @@ class DialsPeersByName(Protocol):
     node's network namespace, to the pair's proxy."""
 
     dials_peers_by_name: bool
+
+
+@runtime_checkable
+class HasWitnesses(Protocol):
+    """A target that runs brokers beside the group for the group's sake (Artemis's quorum
+    voters): the backends plan and start them with the nodes (ClusterPlan.witnesses) and
+    stop them with the cluster; they are no node of the run."""
+
+    def witnesses(self, settings: GroupSettings) -> tuple[str, ...]:
+        """The witnesses' names for a group with these settings (none: an empty tuple)."""
+        ...
+
+
+def witnesses_of(target: Target, settings: GroupSettings) -> tuple[str, ...]:
+    return target.witnesses(settings) if isinstance(target, HasWitnesses) else ()
 
 
 def pair_address(source: int, dest: int) -> str:

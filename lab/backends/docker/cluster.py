@@ -19,11 +19,10 @@ import time
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 import docker
 import requests
-from docker.errors import APIError, NotFound
+from docker.errors import APIError
 from docker.models.containers import Container
 from testcontainers.core.config import testcontainers_config
 from testcontainers.core.container import DockerContainer
@@ -41,7 +40,9 @@ from lab.backends.docker.node_config import (
     container_node_plan,
 )
 from lab.backends.docker.node_container import NodeContainer
+from lab.backends.docker.node_redirect import ANNOUNCED_BASE, redirect
 from lab.backends.docker.reaper import remove_run
+from lab.backends.docker.records import TOXIPROXY, ContainerRecords
 from lab.backends.docker.volumes import RunVolumes
 from lab.backends.managed import VIP
 from lab.backends.toxiproxy import ProxyInfo, ToxiproxyClient
@@ -51,12 +52,12 @@ from lab.ground.nodes import ClusterPlan, NodePlan
 from lab.ground.ports import HOST, require_free
 from lab.ground.spec import Durability, GroupSettings, Topology
 from lab.ground.topology import Link, links_for
-from lab.targets.protocol import ContainerLaunch, JvmTarget, Target
+from lab.manager.observer import NodeStates
+from lab.targets.protocol import ContainerLaunch, DialsPeersByName, Target
 
 __all__ = ["DockerCluster"]
 
 GROUP = "lab"
-TOXIPROXY = "toxiproxy"
 TOXIPROXY_API_PORT = 8474
 CLIENT_PROXY_BASE = 10000  # client_to_<node i> listens on 10000 + i inside Toxiproxy
 PEER_PROXY_BASE = 11000  # node→node proxies listen on 11000 + k
@@ -66,7 +67,7 @@ def _say_on_stderr(line: str) -> None:
     print(f"lab: docker: {line}", file=sys.stderr, flush=True)
 
 
-class DockerCluster(ContainerAbilities):
+class DockerCluster(ContainerAbilities, ContainerRecords):
     """A group of nodes behind Toxiproxy, as containers on a per-run network.
 
     `start` either brings everything up or removes what it created and raises.
@@ -95,7 +96,7 @@ class DockerCluster(ContainerAbilities):
         self.group = group or GroupSettings()
         self.target = target
         self.work_dir = work_dir.resolve()
-        self.events: Events = events or NoEvents()
+        self.events: Events = NodeStates(events or NoEvents())  # each node's last role
         self.detached = detached
         self.disk_mb = disk_mb or target.data_disk_mb
         self.say: Say = say or _say_on_stderr
@@ -117,6 +118,9 @@ class DockerCluster(ContainerAbilities):
         self._client: docker.DockerClient | None = None
         self._client_ports: dict[str, int] = {}
         self._images: dict[str, str] = {}
+        # A target whose nodes dial a peer at the one address it announces (Artemis):
+        # lab.backends.docker.node_redirect.
+        self._by_name = isinstance(target, DialsPeersByName) and target.dials_peers_by_name
 
     @property
     def client(self) -> docker.DockerClient:
@@ -269,6 +273,11 @@ class DockerCluster(ContainerAbilities):
         address_of = {
             name: f"{subnet.node(i)}:{REPLICATION_PORT}" for i, name in enumerate(self.node_names)
         }
+        if self._by_name:  # where nothing listens: each peer's own rules lead to the proxy
+            address_of = {
+                name: f"{subnet.toxiproxy}:{ANNOUNCED_BASE + i + 1}"
+                for i, name in enumerate(self.node_names)
+            }
 
         def make(plan: NodePlan) -> NodeContainer:
             launch = self.target.container_launch(inside, inside.node(plan.name), address_of)
@@ -278,6 +287,7 @@ class DockerCluster(ContainerAbilities):
                 self.target,
                 self.events,
                 self.detached,
+                partial(self._redirect, plan.name) if self._by_name else None,
             )
 
         self._start_in_order(make)
@@ -295,12 +305,25 @@ class DockerCluster(ContainerAbilities):
             .with_volume_mapping(self._data_volume(plan.name), str(DATA_DIR), "rw")
             .with_copy_into_container(launch.config, launch.config_path, mode=0o600)  # a secret
         )
+        if launch.shared_dir is not None:
+            assert self.volumes is not None
+            spec = spec.with_volume_mapping(self.volumes.shared, launch.shared_dir, "rw")
         _publish(spec, AMQP_PORT, plan.amqp_port)
         _publish(spec, MANAGEMENT_PORT, plan.management_port)
         spec.start()
         container = spec.get_wrapped_container()
         networks.join_edge(container.id)
         return container
+
+    def _redirect(self, name: str, pid: int) -> None:
+        """In node `name`'s namespace, each peer's announced address to their pair's proxy."""
+        _, subnet = self._networks()
+        pairs = {
+            ANNOUNCED_BASE + self.node_names.index(link.dest) + 1: self._listen_port(link)
+            for link in self.links
+            if not link.is_client and link.source == name
+        }
+        redirect(pid, subnet.toxiproxy, pairs)
 
     def stop(self) -> None:
         """Stop the manager and every node, then remove every container, network and volume
@@ -329,57 +352,6 @@ class DockerCluster(ContainerAbilities):
     def client_urls(self) -> list[str]:
         """The AMQP address of each node through its client proxy, in node order."""
         return [f"amqp://{HOST}:{self._client_ports[n]}" for n in self.node_names]
-
-    def _run_full_gc(self, name: str, target: JvmTarget) -> str:
-        """docker exec in the node's container."""
-        node = self.node(name)
-        command = target.full_gc_command(None)
-        if node.container is None:
-            raise ClusterError(f"node {name} has no container")
-        try:
-            code, output = node.container.exec_run(command)
-        except APIError as exc:
-            raise ClusterError(f"{' '.join(command)} in {self._name(name)}: {exc}") from exc
-        text = output.decode("utf-8", "replace").strip() if output else ""
-        if code != 0:
-            raise ClusterError(f"{' '.join(command)} in {self._name(name)}: {text}")
-        return text
-
-    # -- what `lab up` shows and records -----------------------------------------------------
-
-    def describe(self) -> dict[str, Any]:
-        """What `lab up` prints and saves: nodes with their client and management addresses."""
-        assert self.plan is not None
-        urls = self.client_urls()
-        return {
-            "nodes": [
-                {
-                    "name": plan.name,
-                    "amqp": url,
-                    "management": f"http://{HOST}:{plan.management_port}",
-                    "container": self._name(plan.name),
-                }
-                for plan, url in zip(self.plan.nodes, urls, strict=True)
-            ]
-        }
-
-    def pids(self) -> dict[str, int]:
-        """The containers' main processes as the engine's host sees them."""
-        found = {name: pid for name, node in self.nodes.items() if (pid := node.pid) is not None}
-        if self.toxiproxy_container is not None:
-            with contextlib.suppress(APIError, NotFound):
-                self.toxiproxy_container.reload()
-                pid = self.toxiproxy_container.attrs.get("State", {}).get("Pid")
-                if isinstance(pid, int) and pid > 0:
-                    found[TOXIPROXY] = pid
-        return found
-
-    def containers(self) -> dict[str, str]:
-        """Node (and `toxiproxy`) -> container name."""
-        found = {name: self._name(name) for name in self.nodes}
-        if self.toxiproxy_container is not None:
-            found[TOXIPROXY] = self._name(TOXIPROXY)
-        return found
 
 
 def _publish(spec: DockerContainer, container_port: int, host_port: int) -> None:

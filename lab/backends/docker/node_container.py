@@ -38,8 +38,10 @@ class NodeContainer:
         target: Target,
         events: Events,
         detached: bool,
+        on_start: Callable[[int], None] | None = None,
     ) -> None:
         self.plan = plan
+        self._on_start = on_start  # given the container's main process, after each start
         self.target = target
         self.events = events
         self.detached = detached
@@ -94,6 +96,11 @@ class NodeContainer:
                 raise ClusterError(f"node {self.name}: docker start failed: {exc}") from exc
         self.paused = False
         self.starts += 1
+        if self._on_start is not None:
+            pid = self.pid
+            if pid is None:
+                raise ClusterError(f"node {self.name}: its container stopped as it started")
+            self._on_start(pid)
         if not self.detached:
             since = self._started_at()
             self._reader = threading.Thread(

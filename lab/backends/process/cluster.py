@@ -24,7 +24,15 @@ from lab.ground.nodes import ClusterPlan, NodePlan
 from lab.ground.ports import HOST, require_free
 from lab.ground.spec import Durability, GroupSettings, Topology
 from lab.ground.topology import Link, client_link, links_for, split_node_link
-from lab.targets.protocol import DialsPeersByName, JvmTarget, Target, pair_address, run_command
+from lab.manager.observer import NodeStates
+from lab.targets.protocol import (
+    DialsPeersByName,
+    JvmTarget,
+    Target,
+    pair_address,
+    run_command,
+    witnesses_of,
+)
 
 __all__ = ["ProcessCluster"]
 
@@ -33,6 +41,15 @@ GROUP = "lab"
 
 def _first_link_into(links: tuple[Link, ...], dest: str) -> Link:
     return next(link for link in links if not link.is_client and link.dest == dest)
+
+
+def _links(nodes: tuple[str, ...], witnesses: tuple[str, ...], target: Target) -> tuple[Link, ...]:
+    """Every link of the nodes, and every node→node link with the witnesses (no client
+    reaches a witness)."""
+    if not witnesses:
+        return links_for(nodes, target.proxied_peer_links)
+    every = links_for((*nodes, *witnesses), target.proxied_peer_links)
+    return tuple(link for link in every if not (link.is_client and link.dest in witnesses))
 
 
 class ProcessCluster(ManagedCluster[NodeProcess]):
@@ -62,14 +79,16 @@ class ProcessCluster(ManagedCluster[NodeProcess]):
         self.group = group or GroupSettings()
         self.target = target
         self.work_dir = work_dir.resolve()
-        self.events: Events = events or NoEvents()
+        self.events: Events = NodeStates(events or NoEvents())  # each node's last role
         self.detached = detached
         self._toxiproxy_port = toxiproxy_port
         self.toxiproxy_proc: subprocess.Popen[bytes] | None = None
         self.toxiproxy: ToxiproxyClient | None = None
-        self.links: tuple[Link, ...] = links_for(topology.node_names, target.proxied_peer_links)
+        self.witness_names = witnesses_of(target, self.group)
+        self.links: tuple[Link, ...] = _links(topology.node_names, self.witness_names, target)
         self.proxies: dict[str, ProxyInfo] = {}
         self.nodes: dict[str, NodeProcess] = {}
+        self.witnesses: dict[str, NodeProcess] = {}
         self.plan: ClusterPlan | None = None
         self._reserved: list[int] = []
         # Size-limited data disks, only for a run whose schedule fills one (J12): as root.
@@ -114,7 +133,7 @@ class ProcessCluster(ManagedCluster[NodeProcess]):
 
     def _plan_and_proxy(self) -> None:
         assert self.toxiproxy is not None
-        names = self.topology.node_names
+        names = (*self.topology.node_names, *self.witness_names)
         ports = self._take_ports(3 * len(names) + len(self.links))
         if self.filters_peer_links:
             self.peer_filter = PeerFilter()
@@ -154,13 +173,15 @@ class ProcessCluster(ManagedCluster[NodeProcess]):
             self.proxies[link.name] = info
             if not link.is_client:
                 peers[link.source][link.dest] = info.listen
+        members = len(self.topology.node_names)
         self.plan = ClusterPlan(
             group=GROUP,
-            nodes=tuple(node_plans),
+            nodes=tuple(node_plans[:members]),
             durability=self.durability,
             peer_addresses=peers,
             settings=self.group,
             spares=self.topology.spares,
+            witnesses=tuple(node_plans[members:]),
         )
         if self.has_manager:
             self._vip_port = self._take_ports(1)[0]
@@ -197,13 +218,18 @@ class ProcessCluster(ManagedCluster[NodeProcess]):
                 command = self.peer_filter.wrap(plan.name, command)
             return NodeProcess(plan, command, self.target, self.events, self.detached)
 
+        for plan in cluster.witnesses:  # beside the group, first; the run records none of them
+            command = self.target.command(cluster, plan)
+            witness = NodeProcess(plan, command, self.target, NoEvents(), self.detached)
+            self.witnesses[plan.name] = witness
+            witness.start()
         self._start_in_order(make)
 
     def stop(self) -> None:
         """Stop the manager, every node and Toxiproxy; never raises for what is already gone."""
         self._stop_manager()
         asked = []
-        for node in self.nodes.values():
+        for node in (*self.nodes.values(), *self.witnesses.values()):
             with contextlib.suppress(OSError, LabError):
                 if node.ask_to_stop():
                     asked.append(node)
@@ -298,7 +324,8 @@ class ProcessCluster(ManagedCluster[NodeProcess]):
         }
 
     def pids(self) -> dict[str, int]:
-        found = {name: node.pid for name, node in self.nodes.items() if node.pid is not None}
+        every = {**self.nodes, **self.witnesses}
+        found = {name: node.pid for name, node in every.items() if node.pid is not None}
         if self.toxiproxy_proc is not None:
             found["toxiproxy"] = self.toxiproxy_proc.pid
         return found

@@ -14,15 +14,19 @@ own address and its peers' network namespaces send what they dial there to the p
 
 from __future__ import annotations
 
+import io
 import re
+import shlex
 import shutil
+import tarfile
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
-from lab.ground.errors import ClusterError, SetupError, UsageError
+from lab.ground.errors import ClusterError, SetupError
 from lab.ground.nodes import ClusterPlan, NodePlan, NodeStatus
 from lab.ground.ports import HOST
-from lab.ground.spec import RunSpec
+from lab.ground.spec import GroupSettings, RunSpec
 from lab.targets.artemis.config import BrokerPlan, etc_files
 from lab.targets.artemis.distribution import VERSION, Distribution, ensure_distribution
 from lab.targets.artemis.jolokia import JolokiaClient
@@ -33,6 +37,9 @@ from lab.targets.protocol import ContainerLaunch, LogRecord, match_log_line
 __all__ = ["CONTAINER_HOME", "DEVIATIONS", "MAIN", "ArtemisTarget", "parse_artemis_line"]
 
 CONTAINER_HOME = "/opt/artemis"
+CONTAINER_INSTANCE = "/var/lib/artemis"
+CONTAINER_LOCKS = "/locks"  # the run's shared folder: the pair's file lock
+ETC_TAR = f"{CONTAINER_INSTANCE}/etc.tar"
 MAIN = "org.apache.activemq.artemis.boot.Artemis"
 # Start-up first: with the client compiler alone and the serial collector a broker and its
 # web console start in about half the time on two busy cores (10 s instead of 20-30 s at a
@@ -53,6 +60,12 @@ LAB_EVENTS = {
     "REF-2012": re.compile(r"^\S*ActiveMQClusterSecurityException: (AMQ229099: .*)$"),
 }
 LAB_CODES = frozenset({"REF-2012", "REF-2013"})
+# Lines that are their broker taking a role (and an HA status), at the moment it does: a
+# broker's web console (its Jolokia) may answer only seconds later, after a failback is over.
+TAKEN: dict[str, tuple[str, str | None]] = {
+    "AMQ221007": ("MASTER", None),  # Server is now active
+    "AMQ221024": ("REPLICA", "ready"),  # Backup server … is synchronized with primary server
+}
 
 
 def parse_artemis_line(line: str) -> LogRecord | None:
@@ -60,7 +73,10 @@ def parse_artemis_line(line: str) -> LogRecord | None:
     read as broker_ref's code; None for other lines."""
     record = match_log_line(_LINE, line)
     if record is not None:
-        return record
+        taken = TAKEN.get(record.code)
+        return (
+            record if taken is None else replace(record, took_role=taken[0], took_status=taken[1])
+        )
     for code, pattern in LAB_EVENTS.items():
         found = pattern.match(line.rstrip("\n"))
         if found is not None:
@@ -108,6 +124,17 @@ def _write_etc(plan: BrokerPlan, web: bool = True) -> dict[str, str]:
     return files
 
 
+def _tar(files: Mapping[str, str]) -> bytes:
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w") as archive:
+        for name, text in sorted(files.items()):
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), 0o600
+            archive.addfile(info, io.BytesIO(data))
+    return out.getvalue()
+
+
 def named_peers(cluster: ClusterPlan, node: NodePlan) -> tuple[str, dict[str, str], dict[str, str]]:
     """On local processes: what `node` announces (`lab-<node>:<port>`, the port its peers'
     proxies to it listen on), each peer as it dials it, and its hosts file (each peer's name
@@ -136,7 +163,7 @@ class ArtemisTarget:
     by the lab (lab.targets.artemis.config)."""
 
     name = "artemis"
-    ready_timeout_s = 150.0  # JVMs and web consoles starting, a backup's first copy
+    ready_timeout_s = 300.0  # JVMs, web consoles, a backup's first copy: 90 s at a load of 50
     # A backup activates 1-2 s after it finds its primary gone on an idle machine (it loads
     # its journal and opens its acceptors), 5-6 s at a load average of 20 on two cores;
     # clients then reconnect.
@@ -184,14 +211,27 @@ class ArtemisTarget:
 
     # -- local processes -----------------------------------------------------------------------
 
+    def witnesses(self, settings: GroupSettings) -> tuple[str, ...]:
+        """Quorum voting: the voters, `voters` primary/backup pairs beside the group
+        (v1 primary and v2 its backup, v3 and v4 …); none with a lock manager."""
+        if not settings.is_active_passive:
+            return ()
+        found = settings_of(settings)
+        return tuple(f"v{i}" for i in range(1, 2 * found.voters + 1)) if found.quorum else ()
+
     def _plan(self, cluster: ClusterPlan, node: NodePlan, **where: object) -> BrokerPlan:
         settings = settings_of(cluster.settings)
         timings = cluster.settings.active_passive
         password = timings.password_of(node.name) if timings.ha_auth else timings.ha_password
+        primary, group = node.name == cluster.members[0], cluster.group
+        if cluster.is_witness(node.name):  # v1 primary, v2 its backup, …: a pair each
+            number = int(node.name[1:])
+            primary, group = number % 2 == 1, f"{cluster.group}-voters-{(number + 1) // 2}"
+            password = timings.ha_password
         return BrokerPlan(
             name=node.name,
-            primary=node.name == cluster.members[0],
-            group=cluster.group,
+            primary=primary,
+            group=group,
             cluster_password=password,
             settings=settings,
             timings=timings,
@@ -221,7 +261,7 @@ class ArtemisTarget:
             locks_dir=locks,
             hosts=hosts,
         )
-        _write_etc(plan)
+        _write_etc(plan, web=not cluster.is_witness(node.name))
         node.data_dir.mkdir(parents=True, exist_ok=True)
         (node.node_dir / "tmp").mkdir(exist_ok=True)
         home = str(self.distribution.home)
@@ -232,7 +272,36 @@ class ArtemisTarget:
     def container_launch(
         self, cluster: ClusterPlan, node: NodePlan, address_of: dict[str, str]
     ) -> ContainerLaunch:
-        raise UsageError("artemis runs on the process backend only, so far")
+        """The broker announces the address `address_of` gives it, and dials its peers at
+        theirs (the Docker backend sends each to the pair's proxy); its etc folder goes in as
+        one tar the command unpacks (a copy is kept in the run folder); the file lock's folder
+        is the run's shared one."""
+        check_plan(cluster)
+        etc = f"{CONTAINER_INSTANCE}/etc"
+        plan = self._plan(
+            cluster,
+            node,
+            data_dir=node.data_dir,
+            etc_dir=Path(etc),
+            bind_host="0.0.0.0",
+            amqp_port=node.amqp_port,
+            cluster_port=node.replication_port,
+            http_port=node.management_port,
+            advertised=address_of[node.name],
+            peers={p: a for p, a in address_of.items() if p != node.name},
+            locks_dir=Path(CONTAINER_LOCKS),
+        )
+        files = etc_files(plan, web=not cluster.is_witness(node.name))
+        kept = node.node_dir / "etc"
+        kept.mkdir(parents=True, exist_ok=True)
+        for name, text in files.items():
+            (kept / name).write_text(text, encoding="utf-8")
+        java = _java_command(CONTAINER_HOME, CONTAINER_INSTANCE, etc, str(node.data_dir), False)
+        script = (
+            f"mkdir -p {etc} {CONTAINER_INSTANCE}/tmp && tar -xf {ETC_TAR} -C {etc} "
+            f"&& exec {shlex.join(java)}"
+        )
+        return ContainerLaunch(_tar(files), ETC_TAR, ("sh", "-c", script), CONTAINER_LOCKS)
 
     def full_gc_command(self, pid: int | None) -> list[str]:
         return ["jcmd", str(pid) if pid is not None else MAIN, "GC.run"]
