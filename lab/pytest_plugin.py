@@ -1,7 +1,7 @@
 """The lab's pytest plugin: run scenarios as tests.
 
-Options: `--backend process`, `--lab-target broker_ref|qpid-broker-j|artemis` (with
-`--lab-target-setting KEY=VALUE`, repeatable, for the target's own settings) and `--lab-mode`
+Options: `--backend process`, `--lab-target broker_ref|qpid-broker-j|artemis` (and its own
+settings, `--lab-target-setting KEY=VALUE`, repeatable) and `--lab-mode`
 (default: each scenario's own HA design) choose what scenario tests run on; a scenario the
 target, backend or mode cannot run is skipped with the CLI's one-line reason. `--lab-seed N`:
 one seed for every scenario test (default: each one's pinned seed). `--lab-runs-dir DIR`
@@ -51,13 +51,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption("--lab-target", default="broker_ref", choices=TARGETS, help="the target")
     group.addoption("--lab-mode", default=None, choices=MODES, help="HA design (default: own)")
-    group.addoption(
-        "--lab-target-setting",
-        action="append",
-        default=None,
-        metavar="KEY=VALUE",
-        help="a setting of the target's own, for every run (repeatable)",
-    )
+    setting = "a setting of the target's own, for every run (repeatable)"
+    group.addoption("--lab-target-setting", action="append", metavar="KEY=VALUE", help=setting)
     group.addoption("--lab-runs-dir", default=None, help="keep run folders (and suite.jsonl)")
     strict = "fail a test whose target declares a deviation the run did not show"
     group.addoption("--lab-strict-deviations", action="store_true", help=strict)
@@ -157,8 +152,8 @@ def lab_run(
             spec = parts.scenario.spec(
                 seed, backend=chosen, target=parts.target, durability=durability
             )
-            given = request.config.getoption("--lab-target-setting")
-            spec = spec.with_target_settings(parse_target_settings(given))
+            given = parse_target_settings(request.config.getoption("--lab-target-setting"))
+            spec = spec.with_target_settings(given)
             refusal_check(spec, parts, tmp_path / "probe")
             prepare(node)  # Broker-J's distribution, fetched on first use
         except (UsageError, SetupError) as exc:
