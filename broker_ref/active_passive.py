@@ -1,4 +1,4 @@
-"""The C++ broker's active-passive cluster (cpp-broker-active-passive-ha.md): brokers never
+"""The C++ broker's active-passive cluster (the C++ broker's active-passive chapter): brokers never
 elect themselves; a cluster manager promotes exactly one.
 
     joining    every broker starts here and stays until it finds a primary (or is promoted)

@@ -1,5 +1,5 @@
 """A broker's status in an active-passive cluster, named as the C++ broker's HA module names
-them (cpp-broker-active-passive-ha.md), and the transitions it allows.
+them (the C++ broker's active-passive chapter), and the transitions it allows.
 
     joining      newly started, not yet connected to a primary
     catchup      a backup connected to the primary, downloading its state

@@ -1,5 +1,5 @@
 """Who is in the group: the members whose votes and acknowledgements count, and the names
-removed from it for good (java-broker-ha-groups.md, "Node Operations": a node is added
+removed from it for good (Broker-J's HA chapter, "Node Operations": a node is added
 through an existing one, and "the names of deleted virtualhost node cannot be reused
 within a group").
 

@@ -2,7 +2,7 @@
 
 producer / consumer   the workers (`python -m clients.producer …`)
 options               the command line both take: the failover list, queue, clock
-op_writer             one operation per stdout line (formats.md section 2)
+op_writer             one operation per stdout line (docs/run-folder.md, history.jsonl)
 event_loop            the runner's commands on stdin, timers, running a worker
 failover_link         one AMQP link kept open through the failover list
 workload              the bookkeeping free of I/O: failover policy, send book, pacer

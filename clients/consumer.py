@@ -1,5 +1,5 @@
 """The consumer worker: receives from one queue through a failover list and records each
-message as `receive ok` (formats.md section 2) before accepting it.
+message as `receive ok` (docs/run-folder.md, history.jsonl) before accepting it.
 
     python -m clients.consumer --process c1 --urls amqp://127.0.0.1:P1,amqp://127.0.0.1:P2
         --nodes n1,n2 --queue lab --run-start-ns N [--prefetch CREDIT] [--drain-timeout S]

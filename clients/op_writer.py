@@ -1,4 +1,4 @@
-"""A worker's stdout: one operation per line (formats.md section 2, without `index`).
+"""A worker's stdout: one operation per line (docs/run-folder.md, history.jsonl, without `index`).
 
 `RunnerGone` (stdout is closed) is the only exception a worker raises on purpose; a broker
 misbehaving is recorded as operations, never raised.

@@ -1,5 +1,6 @@
 """The producer worker: sends durable messages to one queue through a failover list and
-records each send as an `invoke` followed by `ok`, `fail` or `info` (formats.md section 2).
+records each send as an `invoke` followed by `ok`, `fail` or `info` (history.jsonl in
+docs/run-folder.md).
 
     python -m clients.producer --process p1 --urls amqp://127.0.0.1:P1,amqp://127.0.0.1:P2
         --nodes n1,n2 --queue lab --run-start-ns N [--rate MSGS_PER_S] [--size BYTES]

@@ -1,4 +1,4 @@
-"""Faults of an active-passive cluster's operators (cpp-broker-active-passive-ha.md).
+"""Faults of an active-passive cluster's operators (the C++ broker's active-passive chapter).
 
     promote          `qpid-ha --cluster-manager promote` run by hand on the target broker
                      while the cluster manager has a primary: the seed's warning, "Incorrect

@@ -1,4 +1,4 @@
-"""The group's membership as operator operations (java-broker-ha-groups.md, "Creating a
+"""The group's membership as operator operations (Broker-J's HA chapter, "Creating a
 group" and "Node Operations"): a node added to the running group, a node deleted from it.
 
     add_node      start a spare (a node planned from the start, never started): it names a

@@ -15,7 +15,7 @@ Around a kill the nemesis reads each node's last transaction id (a `Reporting` c
 unless other operations fall at the same moment (they must strike together):
 just before the kill and again once the node is dead, each answer a `node.txid` event
 (`fault`, `moment` before/after, `txid`), so the judge can compare the election that
-follows with what each node held when the master went (scenarios.md J1).
+follows with what each node held when the master went (docs/scenarios.md J1).
 """
 
 from __future__ import annotations

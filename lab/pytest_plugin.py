@@ -5,8 +5,8 @@ settings, `--lab-target-setting KEY=VALUE`, repeatable) and `--lab-mode`
 (default: each scenario's own HA design) choose what scenario tests run on; a scenario the
 target, backend or mode cannot run is skipped with the CLI's one-line reason. `--lab-seed N`:
 one seed for every scenario test (default: each one's pinned seed). `--lab-runs-dir DIR`
-keeps the run folders there with `suite.jsonl` (lab.targets.suite), which
-lab.targets.brokerj.verdict_table reads.
+keeps the run folders there with `suite.jsonl` (lab.targets.suite), which `lab tables suite`
+reads (lab.reporting.suite_table).
 Fixture `lab_run`: `(scenario name) -> RunOutcome`, run into the test's own runs folder.
 Fixture `lab_deviation`: `(outcome) -> None`; a deviation the target declares
 (lab.judge.deviations) and the run reproduced ends the test as an expected failure (xfail;
@@ -14,7 +14,7 @@ Allure category "deviation reproduced"); a held run whose deviation is declared 
 ("declared deviation not seen: fixed upstream?", listed at the session's end; a failure
 with `--lab-strict-deviations`). Fixture `lab_report`: `(run folder) -> None`; with
 allure-pytest active (`--alluredir`) it attaches the run to the running test (steps, chart,
-checker result, logs: lab/allure_attach.py); `lab_run` calls it after every run.
+checker result, logs: lab/reporting/allure_attach.py); `lab_run` calls it after every run.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""The C++ broker's active-passive clusters (cpp-broker-active-passive-ha.md): C1, C3, C4, C7
-and C8 of scenarios.md, where a primary fails and the cluster manager acts.
+"""The C++ broker's active-passive clusters ("Active-Passive Messaging Clusters"): C1, C3, C4,
+C7 and C8 of docs/scenarios.md, where a primary fails and the cluster manager acts.
 
 Defaults: 3 brokers, `ha-replicate all`, the lab's cluster manager polling every 1 s,
 clients with the list of every broker. The link heartbeat is 1 s (a backup is dead to its

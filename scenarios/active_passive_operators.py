@@ -1,6 +1,6 @@
 """The C++ broker's active-passive clusters when the cluster manager cannot help, or is
-bypassed: C2, C5 and C6 of scenarios.md (cpp-broker-active-passive-ha.md, "Troubleshooting",
-"Integrating with other Cluster Resource Managers", "Security")."""
+bypassed: C2, C5 and C6 of docs/scenarios.md (the C++ broker's active-passive chapter,
+"Troubleshooting", "Integrating with other Cluster Resource Managers", "Security")."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""J12 of scenarios.md: the master's disk fills while a replica is down.
+"""J12 of docs/scenarios.md: the master's disk fills while a replica is down.
 
-Disk space requirements (java-broker-ha-0.18-two-node.txt, 1.6.10): while a replica
+Disk space requirements (the Java broker 0.18 HA guide, 1.6.10): while a replica
 is down the master keeps the log it will need, and the disk may fill. The lab fills
 the master's data disk to ENOSPC and frees it later: each node's data lives on a
 size-limited tmpfs (a Docker volume in containers; on local processes a tmpfs the run

@@ -1,4 +1,4 @@
-"""J11 of scenarios.md: a master kill -9 under load, under any durability triplet.
+"""J11 of docs/scenarios.md: a master kill -9 under load, under any durability triplet.
 
     lab run durability-matrix --durability NO_SYNC,NO_SYNC,NONE [--no-coalescing]
 

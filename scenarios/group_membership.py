@@ -1,4 +1,4 @@
-"""The group's membership under load (java-broker-ha-groups.md, "Creating a group" and
+"""The group's membership under load (Broker-J's HA chapter, "Creating a group" and
 "Node Operations", Lifecycle): a node added to the running group, a replica deleted from it.
 
 Adding: "creating subsequent nodes referencing the first node so the nodes can introduce

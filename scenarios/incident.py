@@ -28,7 +28,7 @@ def _from_the_file(spec: RunSpec, rng: random.Random) -> tuple[FaultOp, ...]:
 
 INCIDENT = Scenario(
     name="incident",
-    summary="a hand-written incident: `lab run --spec FILE` (TOML or JSON, see the README)",
+    summary="a hand-written incident: `lab run --spec FILE` (TOML or JSON, see docs/campaigns.md)",
     prediction=_PREDICTION,
     schedule=_from_the_file,
     topology=Topology(nodes=3),

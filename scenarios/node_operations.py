@@ -1,4 +1,4 @@
-"""The Java broker's node operations (java-broker-ha-groups.md, "Node Operations",
+"""The Java broker's node operations (Broker-J's HA chapter, "Node Operations",
 Lifecycle): a node stopped and started by its operator, not killed.
 
 "Stopping a master node will cause the node to temporarily leave the group. Any messaging

@@ -44,14 +44,14 @@ master and replicas) a copy lives in a process's memory until it is written out 
 Under ack policy NONE the documents promise nothing against a master's crash (J11's
 business): the rule is the same, and such a run may break, as the documents predict.
 
-The rule, active-passive cluster (cpp-broker-active-passive-ha.md): the manager promotes only a
-ready backup, and the primary acknowledges only what every ready backup holds. So brokers are
-taken out (kill, pause) one at a time, and the next one 3–4.5 s after the round, time for the
-manager to restart (or fence) it and for it to catch up and be a ready backup again: a ready
-backup is always there to promote. What never takes a broker out overlaps freely: latency and
-a slower but sufficient bandwidth on node links, latency, bandwidth and cuts of the virtual
-address (the clients' link; the manager re-enables it when it moves it), and the cluster
-manager stopped or frozen (it acts when it is back).
+The rule, active-passive cluster (the C++ broker's active-passive chapter): the manager
+promotes only a ready backup, and the primary acknowledges only what every ready backup
+holds. So brokers are taken out (kill, pause) one at a time, and the next one 3–4.5 s after
+the round, time for the manager to restart (or fence) it and for it to catch up and be a
+ready backup again: a ready backup is always there to promote. What never takes a broker
+out overlaps freely: latency and a slower but sufficient bandwidth on node links, latency,
+bandwidth and cuts of the virtual address (the clients' link; the manager re-enables it
+when it moves it), and the cluster manager stopped or frozen (it acts when it is back).
 """
 
 from __future__ import annotations

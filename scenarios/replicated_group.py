@@ -1,5 +1,5 @@
-"""The Java broker's replicated groups of three (java-broker-ha-groups.md, behaviour-of-group):
-J1, J6–J10 and J13 of scenarios.md.
+"""The Java broker's replicated groups of three (Broker-J's HA chapter, "Behaviour of the Group"):
+J1, J6–J10 and J13 of docs/scenarios.md.
 
 Targets name roles (`@master`, `@replica:1`), resolved when each fault is applied; the
 predictions refer to the nodes a fault hit (`f1`) and to the master when it began

@@ -1,4 +1,4 @@
-"""The Java broker's groups of two (java-broker-ha-0.18-two-node.txt): J2–J5 of scenarios.md.
+"""The Java broker's groups of two (the Java broker 0.18 HA guide): J2–J5 of docs/scenarios.md.
 
 A group of two has no majority without both nodes, so a lone node serves only when it
 is the designated primary. J3–J5 designate the master primary from the start of the

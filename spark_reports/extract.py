@@ -3,7 +3,7 @@ copies (or their JSONL) or from the compacted store.
 
 Histories are read with the explicit `schemas.HISTORY` (never inferred): from each folder's
 history.parquet (`history_copies`), or from history.jsonl with malformed lines dropped
-(formats.md: a torn last line is ignored); each row gets the `run_id` of its folder,
+(docs/run-folder.md: a torn last line is ignored); each row gets the `run_id` of its folder,
 `<scenario>/<folder>`, from the file's path. A compacted store (`compaction`) holds the
 same data as Parquet, and each run's latency histogram, so that reports need not read its
 history again.
@@ -53,7 +53,7 @@ _REQUIRED = ("index", "time", "process", "type", "f")
 
 
 def complete_rows() -> Column:
-    """True for a history row with every required field (formats.md section 2)."""
+    """True for a history row with every required field (docs/run-folder.md, history.jsonl)."""
     return F.greatest(*[F.col(c).isNull() for c in _REQUIRED]) == F.lit(False)
 
 

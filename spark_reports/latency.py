@@ -55,9 +55,10 @@ def message_latencies(history: DataFrame) -> DataFrame:
     """One row per (run_id, value): `ack_ms`, `receive_ms` and `ack_matched`.
 
     One aggregation per value. Its send→ack is exact when one process sent it and no send
-    invoke follows its first ok, which holds for every history a client following
-    formats.md writes (a re-send keeps its process and happens only before an ok); for any
-    other value `ack_ms` is null and `ack_matched` false, so it is counted, not guessed.
+    invoke follows its first ok, which holds for every history a client following the
+    history format (docs/run-folder.md) writes (a re-send keeps its process and happens only
+    before an ok); for any other value `ack_ms` is null and `ack_matched` false, so it is
+    counted, not guessed.
     """
     send, receive = F.col("f") == "send", F.col("f") == "receive"
     invoke, ok = F.col("type") == "invoke", F.col("type") == "ok"

@@ -1,6 +1,6 @@
 """Find run folders under RUNS_DIRs and read each one's spec.json and result.json into a record.
 
-A run folder is `<scenario>/<UTC yyyymmddTHHMMSSZ>-<seed>` (formats.md section 1); its run
+A run folder is `<scenario>/<UTC yyyymmddTHHMMSSZ>-<seed>` (docs/run-folder.md); its run
 id is that relative path. These files are small, so the driver reads them with plain Python,
 which lets every defect be named per folder: a killed run (no result.json, or one with an
 `error`), a torn last line in history.jsonl or events.jsonl, an unparsable spec. Such a run

@@ -1,6 +1,6 @@
 """Explicit schemas for everything the jobs read: nothing is ever inferred.
 
-HISTORY and EVENTS follow formats.md sections 2 and 3; RUNS is one flat row per run folder,
+HISTORY and EVENTS follow docs/run-folder.md; RUNS is one flat row per run folder,
 built from spec.json and result.json (`run_folders.RunRecord`); `problem` is null for a run
 that could be read and says why for one that could not.
 """

@@ -33,7 +33,7 @@ from lab.reporting.allure_ci import (
 )
 from scenarios.test_scenarios import _assert_held
 
-# The kinds the README and result.json name; the code may know more, never fewer.
+# The kinds docs/run-folder.md and result.json name; the code may know more, never fewer.
 DOCUMENTED_KINDS = {
     "lost", "unexpected", "resurrected", "duplicated", "two-masters", "no-two-masters",
     "no-loss", "no-refusal", "unavailable>bound", "served-while-stopped", "role-at-end",

@@ -1,4 +1,4 @@
-"""The streaming checker agrees with a plain set-based reference written from formats.md,
+"""The streaming checker agrees with a plain set-based reference written from docs/run-folder.md,
 whatever the ids look like, however the history is cut into batches, from JSONL or Parquet."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from lab.judge.message_ids import MessageIds
 
 
 def reference(ops: list[Op]) -> CheckResult:
-    """formats.md section 4 with Python sets, one operation at a time."""
+    """The queue checker of docs/run-folder.md with Python sets, one operation at a time."""
     attempted: set[str] = set()
     acknowledged: set[str] = set()
     info: set[str] = set()

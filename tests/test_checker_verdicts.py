@@ -1,4 +1,4 @@
-"""The queue checker's verdicts and counts (formats.md section 4) on hand-written histories."""
+"""The queue checker's verdicts and counts (docs/run-folder.md) on hand-written histories."""
 
 from __future__ import annotations
 

@@ -30,10 +30,8 @@ from lab.judge.prediction import Prediction, Verdict
 from lab.judge.result import RESULT_VERSION, Judgement, ReplayOf, RunResult
 from lab.reporting.allure_categories import categories_of, violation_kinds, write_categories
 from lab.targets.brokerj.target import DEVIATIONS
-from lab.targets.brokerj.verdict_table import collect, table
 from lab.targets.catalog import make_target
 from lab.targets.protocol import traits_of
-from lab.targets.suite import SUITE_INDEX, append_index
 from scenarios.catalog import SCENARIOS, scenario_named
 
 J3 = Matcher(
@@ -291,32 +289,6 @@ def test_allure_sorts_a_reproduced_deviation_into_its_own_category(tmp_path: Pat
     assert categories_of("failed", strict) == ("declared deviation not seen",)
     names = [c["name"] for c in json.loads(write_categories(tmp_path).read_text())]
     assert names[:2] == ["deviation reproduced", "declared deviation not seen"]
-
-
-def test_the_verdict_table_is_made_from_the_suites_folders(tmp_path: Path) -> None:
-    run = tmp_path / "t1" / "replica-failure" / "20261123T000000Z-7"
-    run.mkdir(parents=True)
-    (run / "result.json").write_text(json.dumps(_judged(25.4).to_json()))
-    held = tmp_path / "t2" / "master-failure" / "20261123T000000Z-7"
-    held.mkdir(parents=True)
-    (held / "result.json").write_text(
-        json.dumps({"scenario": "master-failure", "seed": 7, "backend": "process",
-                    "verdict": "held", "check": {"lost": {"count": 0}}, "metrics": {}})
-    )  # fmt: skip
-    index = tmp_path / SUITE_INDEX
-    entries = [{"scenario": "replica-failure", "folder": str(run)},
-               {"scenario": "master-failure", "folder": str(held)},
-               {"scenario": "primary-failure", "refused": "no active-passive mode"}]  # fmt: skip
-    for entry in entries:
-        append_index(index, {"test": "t", "target": "qpid-broker-j", "backend": "process", **entry})
-    lines = table(collect([tmp_path]))
-    assert lines[0] == "| scenario | Broker-J, local JVMs |"
-    assert lines[2] == "| `master-failure` | seed 7: held (lost 0) |"
-    assert lines[3] == (
-        "| `replica-failure` | seed 7: deviation `J3-designated-primary-stalls` reproduced "
-        "(lost 0, longest gap 25.4 s) |"
-    )
-    assert lines[4] == "| `primary-failure` | refused: no active-passive mode |"
 
 
 def test_a_broken_declaration_file_refuses_the_run_before_anything_starts(

@@ -1,4 +1,4 @@
-"""The group's membership as operator operations (java-broker-ha-groups.md, "Creating a
+"""The group's membership as operator operations (Broker-J's HA chapter, "Creating a
 group", "Node Operations"): spare nodes in the topology, the add_node and remove_node faults,
 the schedule checks that refuse nonsense before a run, the `@removed` selector, the targets'
 configurations and the scenarios' schedules and predictions. The cluster's side is in

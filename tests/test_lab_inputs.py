@@ -1,6 +1,6 @@
-"""Every input the lab reads, broken field by field as formats.md and the README describe
-them, gets a one-line error naming the input and the field, exit status 2, no traceback,
-and nothing half-written: an edited run folder's spec.json (`lab replay`), an edited
+"""Every input the lab reads, broken field by field as the manual (docs/) describes them,
+gets a one-line error naming the input and the field, exit status 2, no traceback, and
+nothing half-written: an edited run folder's spec.json (`lab replay`), an edited
 result.json, the cluster state `lab down` reads, the environment variables the lab
 reads. (Histories: tests/test_checker_input.py; incident files: tests/test_incident.py.)"""
 

@@ -1,4 +1,4 @@
-"""Node operations (java-broker-ha-groups.md, "Node Operations"): the graceful stop fault,
+"""Node operations (Broker-J's HA chapter, "Node Operations"): the graceful stop fault,
 the rolling restart's schedule and how a slower target paces it, and the judge's
 StoppedCleanly. The runs themselves are in scenarios/test_scenarios.py (both backends)."""
 

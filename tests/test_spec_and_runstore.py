@@ -1,4 +1,4 @@
-"""Run specs, seeds and run folders (formats.md section 1)."""
+"""Run specs, seeds and run folders (docs/run-folder.md)."""
 
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ GOOD = {
 
 @pytest.mark.parametrize("column", ["type", "f"])
 def test_one_unknown_type_or_function_is_a_problem(column: str) -> None:
-    """An operation whose type alone, or whose function alone, is not in formats.md breaks
+    """An operation whose type alone, or whose function alone, is not in docs/run-folder.md breaks
     the format (a copy edited by hand can carry one the JSONL reader never would)."""
     bad = {**GOOD, column: [GOOD[column][0], "weird"]}
     assert QueueTally().add(pa.record_batch(bad)) is not None

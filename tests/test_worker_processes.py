@@ -178,7 +178,8 @@ class Lab:
 
 
 def check_lines(ops_: list[dict[str, object]], process: str, role: str) -> None:
-    """Each line is an operation of formats.md section 2 (without index), in time order."""
+    """Each line is an operation of history.jsonl (docs/run-folder.md) without index, in time
+    order."""
     last_time = -1
     open_sends: set[object] = set()
     for op in ops_:

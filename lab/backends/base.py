@@ -4,7 +4,7 @@ A backend (local processes, containers) subclasses `ClusterBase`, fills `nodes`,
 `plan`, `proxies` and `toxiproxy` as it starts, and provides `start`, `stop`,
 `client_urls` and `describe`.
 
-The group's membership (java-broker-ha-groups.md, "Node Operations"): the topology's spares
+The group's membership (Broker-J's HA chapter, "Node Operations"): the topology's spares
 have a handle from the start but are started only by `add_node`, to join the running group;
 `remove_node` stops a node gracefully and has the master remove it for good. Nodes outside
 the group (spares not yet added, removed nodes) are not waited for.

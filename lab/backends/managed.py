@@ -86,7 +86,7 @@ class ManagedCluster(ClusterBase[N]):
             return None
         return self.target.status(node.plan, timeout_s)
 
-    # ---- what the manager drives (lab.manager.Brokers) ------------------------------------
+    # ---- what the manager drives (lab.manager.manager.Brokers) -----------------------------
 
     def running(self, name: str) -> bool:
         return self.node(name).running

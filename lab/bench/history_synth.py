@@ -1,6 +1,6 @@
 """Synthetic histories with a known number of injected faults, for testing the checker.
 
-`synthesize` writes a history.jsonl (formats.md section 2) and returns a `SynthTruth`:
+`synthesize` writes a history.jsonl (docs/run-folder.md, history.jsonl) and returns a `SynthTruth`:
 the ids the checker must find in each category. Messages go out in small blocks: every
 producer invokes its sends, the broker answers them, and the consumers receive the previous
 block. Each message follows one script:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import datetime as dt
+import os
 from pathlib import Path
 
 from lab.cli.common import DEFAULT_STATE_DIR, Commands, say
@@ -40,6 +42,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Comman
     )
     size.add_argument(
         "--minutes", type=_positive, help="how many minutes, for a benchmark of a length (soak)"
+    )
+    bench.add_argument(
+        "--record",
+        type=Path,
+        metavar="PAGE",
+        help="also write the figure, its date and the machine into a generated page "
+        "(docs/observed/benchmarks.md)",
     )
 
     allure = sub.add_parser("allure", help="an Allure HTML report from pytest's --alluredir")
@@ -85,6 +94,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     from lab.bench.registry import BENCHMARKS, benchmark_named
 
     if args.name is None:
+        if args.record is not None:
+            raise UsageError("--record keeps a benchmark's figure: name the benchmark")
         for name, bench in sorted(BENCHMARKS.items()):
             print(f"{name:<12}  {bench.description}")
         return 0
@@ -108,6 +119,11 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
     if args.mode not in MODES:
         raise UsageError(f"unknown mode {args.mode!r} (known: {', '.join(MODES)})")
+    if args.record is not None:
+        from lab.bench.record import check_page
+
+        check_page(args.record)
+    started, load = dt.datetime.now(dt.UTC), os.getloadavg()[0]
     if args.mode != REPLICATED_GROUP:
         if bench.run_mode is None:
             raise UsageError(f"benchmark {bench.name!r} measures the replicated group only")
@@ -136,7 +152,26 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     else:
         figure = bench.run_on(say, args.backend)
     print(figure)
+    if args.record is not None:
+        from lab.bench.record import record
+        from lab.ground.machine import this_machine
+
+        record(args.record, _bench_command(args), figure, started, load, this_machine())
     return 0
+
+
+def _bench_command(args: argparse.Namespace) -> str:
+    """The `lab bench` command a figure came from, without --record and default options."""
+    words = ["lab", "bench", args.name]
+    for option, default in (("backend", "process"), ("target", "broker_ref")):
+        if getattr(args, option) != default:
+            words += [f"--{option}", getattr(args, option)]
+    if args.mode != "replicated-group":
+        words += ["--mode", args.mode]
+    for option in ("runs", "minutes"):
+        if getattr(args, option):
+            words += [f"--{option}", str(getattr(args, option))]
+    return " ".join(words)
 
 
 def _cmd_allure(args: argparse.Namespace) -> int:

@@ -27,7 +27,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Comman
         "--spec",
         type=Path,
         metavar="FILE",
-        help="run a hand-written incident (TOML or JSON; the README shows the format)",
+        help="run a hand-written incident (TOML or JSON; docs/campaigns.md shows the format)",
     )
     run.add_argument("--seed", help="the run's seed (default: a random one, printed)")
     run.add_argument("--backend", help="process (default) or docker")

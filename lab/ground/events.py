@@ -9,7 +9,7 @@ __all__ = ["Events", "NoEvents"]
 
 class Events(Protocol):
     def emit(self, kind: str, node: str | None = None, **fields: Any) -> None:
-        """Record one observation (formats.md section 3)."""
+        """Record one observation (docs/run-folder.md, events.jsonl)."""
         ...
 
 

@@ -1,5 +1,5 @@
-"""What the queue checker reports (formats.md section 4): the sets' sizes, the verdict
-categories with their first ids, and the verdict."""
+"""What the queue checker reports (docs/run-folder.md, "The queue checker"): the sets' sizes,
+the verdict categories with their first ids, and the verdict."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ class CheckResult:
     duplicate_deliveries: int
 
     def to_json(self) -> dict[str, Any]:
-        """The `lab check --json` object of formats.md section 4, keys in its order."""
+        """The `lab check --json` object of docs/run-folder.md, keys in its order."""
         return {
             "valid": self.valid,
             "attempted": self.attempted,

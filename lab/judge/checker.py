@@ -1,6 +1,6 @@
 """The queue checker: which messages a broker lost, invented, resurrected or repeated.
 
-A history (formats.md section 2) is sorted, by message id, into sets:
+A history (docs/run-folder.md, history.jsonl) is sorted, by message id, into sets:
 
     attempted      ids with any `send` op
     acknowledged   ids with at least one `send ok`
@@ -81,7 +81,7 @@ def read_history(path: Path) -> pa.Table:
 
 
 def check_table(table: pa.Table) -> CheckResult:
-    """Sort the ids of a history table (`CHECKED` columns) into the sets of formats.md."""
+    """Sort the ids of a history table (`CHECKED` columns) into the sets of docs/run-folder.md."""
     tally = QueueTally()
     for batch in table.to_batches():
         problem = tally.add(batch)

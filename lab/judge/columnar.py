@@ -62,7 +62,8 @@ HISTORY_SCHEMA = pa.schema(
         ("error", pa.string()),
     ]
 )
-"""history.parquet: formats.md section 2's fields, required first, in file order."""
+"""history.parquet: history.jsonl's fields (docs/run-folder.md), required first, in file
+order."""
 
 EVENTS_SCHEMA = pa.schema(
     [
@@ -77,7 +78,8 @@ EVENTS_SCHEMA = pa.schema(
         ("raw", pa.string()),
     ]
 )
-"""events.parquet: formats.md section 3's common fields, and each whole line as `raw`."""
+"""events.parquet: events.jsonl's common fields (docs/run-folder.md), and each whole line as
+`raw`."""
 
 _DICTIONARY_COLUMNS = ["process", "type", "f", "node", "error", "kind", "role", "code", "phase"]
 _DELTA_COLUMNS = {"index": "DELTA_BINARY_PACKED", "time": "DELTA_BINARY_PACKED"}

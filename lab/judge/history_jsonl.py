@@ -1,4 +1,4 @@
-"""Reading a history.jsonl (formats.md section 2) in batches, and naming its first bad line.
+"""Reading a history.jsonl (docs/run-folder.md) in batches, and naming its first bad line.
 
 `jsonl_tables` cuts the file at line ends into chunks of about `CHUNK_BYTES` and parses them
 with pyarrow's JSON reader on a small thread pool, handing the tables back in file order;

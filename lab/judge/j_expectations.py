@@ -1,5 +1,5 @@
 """What the Java broker's group predictions assert of elections and of the client history
-(scenarios.md J1, J6, J9), each a small frozen value like those of expectations.py.
+(docs/scenarios.md J1, J6, J9), each a small frozen value like those of expectations.py.
 
     ElectedMostRecent(fault)              the node elected after kill `fault` held the most
                                           recent transaction among the survivors (J1)

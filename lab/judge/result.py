@@ -7,7 +7,7 @@
 result.json holds: `v`, scenario, seed, target, backend, mode, verdict (held / broken /
 unknown / deviation / interrupted), reasons and the kind of each violation (`violations`:
 `lost`, `two-masters` …; `error` for a run that did not finish), the prediction's text,
-the checker's result (formats.md section 4), the metrics, the command that reproduces the
+the checker's result (docs/run-folder.md), the metrics, the command that reproduces the
 run, `error` when the run did not finish, and `replay` when the run repeats another (`of`,
 the original verdict and violation kinds, `reproduced`, and `outcome`: reproduced / did
 not reproduce), and `deviation` when the target declares a known deviation for the run's

@@ -10,7 +10,8 @@ Each batch of operations is folded into arrays indexed by message code (`message
 (A send by another process than the first, which the lab's clients never make, is counted
 in a dict by (process, code).) Drains are remembered per process: the type of its last drain
 operation. Nothing else is kept, so memory follows the number of distinct messages, not the
-number of operations, and `result` sorts the codes into formats.md's sets at the end.
+number of operations, and `result` sorts the codes into the checker's sets
+(docs/run-folder.md) at the end.
 """
 
 from __future__ import annotations
@@ -86,7 +87,7 @@ class QueueTally:
         return None
 
     def result(self) -> CheckResult:
-        """The sets of formats.md section 4 from everything added."""
+        """The checker's sets (docs/run-folder.md) from everything added."""
         size = self._ids.size
         flags, counts = self._flags[:size], self._received[:size]
         sent = (flags & _SENT) != 0

@@ -1,5 +1,5 @@
 """The cluster manager: what rgmanager does for the C++ broker's active-passive clusters
-(cpp-broker-active-passive-ha.md, "The Cluster Resource Manager").
+(the C++ broker's active-passive chapter, "The Cluster Resource Manager").
 
 Every `status_poll_interval_s` it asks every broker for its HA status (waiting at most
 `status_timeout` for each, all at once), then:

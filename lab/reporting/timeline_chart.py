@@ -6,7 +6,7 @@
              then one row per node with its role
 
 Fault windows (from `fault.start` / `fault.end` events) are shaded and labelled on
-every panel. Times are seconds since the run started (the run clock of formats.md).
+every panel. Times are seconds since the run started (the run clock of docs/run-folder.md).
 Drawn with matplotlib's Agg canvas directly, so pyplot's global state is never touched.
 """
 

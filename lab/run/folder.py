@@ -1,4 +1,4 @@
-"""The run folder of formats.md section 1, and its line-buffered JSONL writers.
+"""The run folder of docs/run-folder.md, and its line-buffered JSONL writers.
 
     runs/<scenario>/<UTC yyyymmddTHHMMSSZ>-<seed>/
       spec.json  schedule.jsonl  history.jsonl  events.jsonl  nodes/<node>/  result.json
@@ -60,7 +60,7 @@ class JsonlWriter:
 
 
 class EventLog:
-    """events.jsonl (formats.md section 3)."""
+    """events.jsonl (docs/run-folder.md, events.jsonl)."""
 
     def __init__(self, path: Path, clock: RunClock) -> None:
         self._out = JsonlWriter(path)
@@ -76,7 +76,7 @@ class EventLog:
 
 
 class HistoryRecorder:
-    """history.jsonl (formats.md section 2): the single writer, which numbers operations.
+    """history.jsonl (docs/run-folder.md): the single writer, which numbers operations.
 
     Workers send operations without `index`; `record` adds it in file order.
     """

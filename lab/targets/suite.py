@@ -1,12 +1,14 @@
 """A scenario suite against one target (the pytest plugin's `--lab-target`): what `lab run`
 refuses before anything starts, the target fetched once, and `suite.jsonl`, the session's
-index of runs and refusals (one JSON object a line) that the verdict table reads.
+index of runs and refusals (one JSON object a line), with `machine.json` beside it (the machine
+the session ran on), that the verdict table reads (lab.reporting.suite_table).
 
     refusal_check(spec, parts, work_dir)    UsageError: the one line `lab run` would give
     prepare(target)                         SetupError: the target cannot be had here
                                             (once per process and target)
     append_index(path, entry)               {"test", "scenario", "target", "backend", "mode",
-                                             "folder" | "refused"}
+                                             "folder" | "refused"}; first machine.json:
+                                             {"machine": Machine, "load_average": 1-min}
     deviation_lines(reports)                the declared deviations a session's tests met
     write_deviations(terminalreporter)      … at the end of the session, those not seen loud
 """
@@ -15,12 +17,15 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from faults.preflight import preflight
 from lab.ground.events import NoEvents
+from lab.ground.files import write_json
+from lab.ground.machine import this_machine
 from lab.ground.spec import RunSpec
 from lab.judge.deviations import NOT_SEEN_WARNING
 from lab.run.cluster import RunParts
@@ -30,6 +35,7 @@ from lab.targets.catalog import make_target
 __all__ = [
     "DEVIATION_PROPERTY",
     "SUITE_INDEX",
+    "SUITE_MACHINE",
     "append_index",
     "deviation_lines",
     "prepare",
@@ -39,6 +45,7 @@ __all__ = [
 ]
 
 SUITE_INDEX = "suite.jsonl"
+SUITE_MACHINE = "machine.json"  # beside the index: the machine the session ran on, its load
 DEVIATION_PROPERTY = "lab_deviation"  # a test's user property: its deviation's one line
 
 
@@ -60,8 +67,13 @@ def prepare(target: str) -> None:
 
 
 def append_index(path: Path, entry: dict[str, Any]) -> None:
-    """One line of the index, appended whole (several pytest workers may write at once)."""
+    """One line of the index, appended whole (several pytest workers may write at once);
+    the first one also records the machine beside it."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    machine = path.with_name(SUITE_MACHINE)
+    if not machine.exists():
+        recorded = {"machine": this_machine().to_json(), "load_average": os.getloadavg()[0]}
+        write_json(machine, recorded)
     with path.open("a", encoding="utf-8") as out:
         out.write(json.dumps(entry) + "\n")
 

@@ -1,0 +1,39 @@
+"""The manual builds: `mkdocs build --strict` with link and anchor validation, every page of
+the nav made, and a broken link or anchor fails the build."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from docs_helpers import ROOT, build_site, nav_pages
+
+
+def test_the_manual_builds_strictly_with_every_nav_page(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    done = build_site(ROOT / "mkdocs.yml", site)
+    assert done.returncode == 0, done.stderr[-3000:]
+    pages = nav_pages()
+    assert ("Home", "index.md") in pages
+    for _title, page in pages:
+        assert (site / page).with_suffix(".html").is_file(), page
+    on_disk = {p.relative_to(ROOT / "docs").as_posix() for p in (ROOT / "docs").rglob("*.md")}
+    assert on_disk == {page for _title, page in pages}, "every page of docs/ is in the nav"
+
+
+def test_a_broken_link_or_anchor_fails_the_build(tmp_path: Path) -> None:
+    copy = tmp_path / "copy"
+    shutil.copytree(ROOT / "docs", copy / "docs")
+    shutil.copy(ROOT / "mkdocs.yml", copy / "mkdocs.yml")
+    index = copy / "docs" / "index.md"
+    text = index.read_text(encoding="utf-8")
+
+    index.write_text(text + "\nSee [nothing](no-such-page.md).\n", encoding="utf-8")
+    done = build_site(copy / "mkdocs.yml", tmp_path / "site1")
+    assert done.returncode != 0
+    assert "no-such-page.md" in done.stderr
+
+    index.write_text(text + "\nSee [no anchor](run-folder.md#no-such-heading).\n")
+    done = build_site(copy / "mkdocs.yml", tmp_path / "site2")
+    assert done.returncode != 0
+    assert "no-such-heading" in done.stderr
