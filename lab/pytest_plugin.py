@@ -189,7 +189,9 @@ def lab_deviation(request: pytest.FixtureRequest) -> Callable[[Any], str]:
 
     def judge(outcome: Any) -> str:
         spec = outcome.spec
-        found = outcome.judgement.deviation(spec.scenario, spec.backend, spec.group.mode)
+        found = outcome.judgement.deviation(
+            spec.scenario, spec.backend, spec.group.mode, spec.group.target_context.get(spec.target)
+        )
         if found is None or found.status == "unmatched":
             return "" if found is None else found.line()
         request.node.user_properties.append((DEVIATION_PROPERTY, line := found.line()))

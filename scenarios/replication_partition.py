@@ -3,8 +3,8 @@ ways, while clients still reach both brokers: the split brain Artemis's manual w
 of every active-passive cluster (the lab's cluster manager, or brokers that activate
 themselves).
 
-cpp-broker-active-passive-ha.md ("Fencing and network partitions") leaves partitions to the
-cluster's quorum and fencing: the two sides cannot tell a dead peer from a cut one, so they must
+The C++ broker's "Active-Passive Messaging Clusters" ("Fencing and network partitions")
+leaves partitions to the cluster's quorum and fencing: the two sides cannot tell a dead peer from a cut one, so they must
 not each declare a primary and serve; only one side may go on. Its "Avoiding message loss":
 the primary acknowledges only what every backup it counts holds, and a backup it no longer
 hears is dropped after twice the link heartbeat, the senders held meanwhile.

@@ -189,7 +189,9 @@ def _execute(spec: RunSpec, parts: RunParts, runs_dir: Path) -> int:
 
     print(f"lab: running {spec.scenario} with seed {spec.seed}", file=sys.stderr)
     outcome = run_scenario(spec, parts, runs_dir, progress=progress_for(sys.stderr))
-    deviation = outcome.judgement.deviation(spec.scenario, spec.backend, spec.group.mode)
+    deviation = outcome.judgement.deviation(
+        spec.scenario, spec.backend, spec.group.mode, spec.group.target_context.get(spec.target)
+    )
     print(outcome.folder.path)
     if deviation is None:
         print(outcome.summary)

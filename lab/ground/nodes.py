@@ -100,6 +100,9 @@ class TargetTraits:
     # Its active-passive brokers decide themselves which one is active (Artemis): a run
     # of an active-passive scenario leaves the lab's cluster manager out.
     activates_itself: bool = False
+    # The defaults of its own settings (group.target_context.<name>): a deviation declared
+    # for some settings applies to a run that has them, given or by default.
+    settings: tuple[tuple[str, str], ...] = ()
 
 
 BROKER_REF_TRAITS = TargetTraits()  # the target the predictions' bounds are set for

@@ -333,4 +333,5 @@ def traits_of(target: Target) -> TargetTraits:
         None if declared is None else str(declared),
         target.lab_codes if isinstance(target, ReadsLabCodes) else frozenset(),
         isinstance(target, ActivatesItself) and target.activates_itself,
+        tuple(sorted(getattr(target, "setting_defaults", {}).items())),
     )

@@ -30,13 +30,15 @@ from typing import Literal
 
 from lab.ground.errors import UsageError
 
-__all__ = ["KEYS", "TARGET", "ArtemisSettings"]
+__all__ = ["DEFAULTS", "KEYS", "TARGET", "ArtemisSettings"]
 
 TARGET = "artemis"  # its name in a group's target_context
 Activation = Literal["lock-manager", "quorum-voting"]
 LockManager = Literal["file", "zookeeper"]
 ACTIVATIONS: tuple[Activation, ...] = ("lock-manager", "quorum-voting")
 LOCK_MANAGERS: tuple[LockManager, ...] = ("file", "zookeeper")
+# What a run that gives none of them has (a deviation declared for some applies to it).
+DEFAULTS = {"activation": "lock-manager", "lock-manager": "file", "failback": "true"}
 KEYS = (
     "activation",
     "lock-manager",

@@ -31,6 +31,7 @@ from lab.targets.artemis.config import BrokerPlan, etc_files
 from lab.targets.artemis.distribution import VERSION, Distribution, ensure_distribution
 from lab.targets.artemis.jolokia import JolokiaClient
 from lab.targets.artemis.rules import check_plan, check_run, settings_of
+from lab.targets.artemis.settings import DEFAULTS
 from lab.targets.management import Credentials
 from lab.targets.protocol import ContainerLaunch, LogRecord, match_log_line
 
@@ -178,6 +179,7 @@ class ArtemisTarget:
     lab_codes = LAB_CODES
     activates_itself = True
     dials_peers_by_name = True
+    setting_defaults = DEFAULTS
     credentials = Credentials()
 
     def __init__(self, version: str = VERSION) -> None:
