@@ -5,6 +5,7 @@ broker that does not answer."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from lab.ground.nodes import NodeStatus
@@ -69,6 +70,19 @@ def test_what_a_log_line_said_first_is_not_said_again() -> None:
     brokers.answer = NodeStatus("n1", "REPLICA", ha_status="ready")
     StatusObserver(brokers, states).observe("n1")
     assert len(events.seen) == 2
+
+
+def test_an_answer_asked_before_the_last_recorded_change_is_older_news() -> None:
+    events = Events()
+    states = NodeStates(events)
+    asked_at = time.monotonic()
+    states.emit("node.role", "n1", role="MASTER")  # its log: active, while it was asked
+    states.answered("n1", asked_at, "WAITING", "joining")  # the answer predates the line
+    states.answered("n1", time.monotonic(), "MASTER", "recovering")
+    assert [fields for _, _, fields in events.seen] == [
+        {"previous": None, "role": "MASTER"},
+        {"previous": None, "status": "recovering"},
+    ]
 
 
 def test_an_answer_from_a_broker_killed_or_restarted_meanwhile_is_dropped() -> None:

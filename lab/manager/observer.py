@@ -12,12 +12,14 @@ A change is a change from what the run last recorded of the broker (`NodeStates`
 brokers' own log lines may record some first (a target's log reader can say that a line is
 its broker taking a role or a status, lab.targets.protocol.LogRecord), and a broker started
 again has nothing recorded. A broker that does not answer (down, frozen, starting) changes
-nothing; an answer from a broker killed or started again while it was asked is dropped.
+nothing; an answer from a broker killed or started again while it was asked is dropped, and
+so is one asked before the run last recorded a change of that broker (it is older news).
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -41,21 +43,35 @@ class NodeStates:
         self._lock = threading.Lock()
         self._roles: dict[str, Any] = {}
         self._statuses: dict[str, Any] = {}
+        self._changed: dict[str, float] = {}  # when each node's last change was recorded
 
     def emit(self, kind: str, node: str | None = None, **fields: Any) -> None:
         with self._lock:
-            if node is not None and kind in _NEW_LIFE:
-                self._roles.pop(node, None)
-                self._statuses.pop(node, None)
-            elif node is not None and kind in ("node.role", "node.ha"):
-                book, key = (
-                    (self._roles, "role") if kind == "node.role" else (self._statuses, "status")
-                )
-                if node in book and book[node] == fields.get(key):
-                    return
-                fields = {"previous": book.get(node), **fields}  # unless the event says it
-                book[node] = fields.get(key)
-            self._events.emit(kind, node, **fields)
+            self._emit(kind, node, **fields)
+
+    def answered(self, node: str, asked_at: float, role: str, status: str | None) -> None:
+        """A node's answer to a status check asked at `asked_at` (time.monotonic()): its
+        role and status recorded, unless a change of the node was recorded since."""
+        with self._lock:
+            if self._changed.get(node, 0.0) > asked_at:
+                return
+            self._emit("node.role", node, role=role)
+            if status is not None:
+                self._emit("node.ha", node, status=status)
+
+    def _emit(self, kind: str, node: str | None, **fields: Any) -> None:
+        if node is not None and kind in _NEW_LIFE:
+            self._roles.pop(node, None)
+            self._statuses.pop(node, None)
+            self._changed[node] = time.monotonic()
+        elif node is not None and kind in ("node.role", "node.ha"):
+            book, key = (self._roles, "role") if kind == "node.role" else (self._statuses, "status")
+            if node in book and book[node] == fields.get(key):
+                return
+            fields = {"previous": book.get(node), **fields}  # unless the event says it
+            book[node] = fields.get(key)
+            self._changed[node] = time.monotonic()
+        self._events.emit(kind, node, **fields)
 
     def last(self, node: str) -> tuple[str | None, str | None]:
         """The node's recorded role and HA status (None: none in its current life)."""
@@ -131,11 +147,10 @@ class StatusObserver:
     def observe(self, name: str) -> None:
         """One look at broker `name`: what changed since the run last recorded it, emitted."""
         starts = self._brokers.starts(name)
+        asked_at = time.monotonic()
         found = self._brokers.node_status(name, TIMEOUT_S)
         if found is None or self._brokers.starts(name) != starts:
             return
         if not self._brokers.running(name):  # killed while it answered: it is no one now
             return
-        self._states.emit("node.role", name, role=found.role)
-        if found.ha_status is not None:
-            self._states.emit("node.ha", name, status=found.ha_status)
+        self._states.answered(name, asked_at, found.role, found.ha_status)
