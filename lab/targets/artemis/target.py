@@ -166,9 +166,9 @@ class ArtemisTarget:
     name = "artemis"
     ready_timeout_s = 300.0  # JVMs, web consoles, a backup's first copy: 90 s at a load of 50
     # A backup activates 1-2 s after it finds its primary gone (it loads its journal and
-    # opens its acceptors) at a load average of 20 on two cores, 7-10 s at 40-50 (the machine
-    # these allowances were set on, shared); clients then reconnect.
-    election_allowance_s = 8.0
+    # opens its acceptors) at a load average of 20 on two cores, 7-10.4 s at 40-50 (the
+    # machine these allowances were set on, shared); clients then reconnect.
+    election_allowance_s = 12.0
     # A JVM and its web console start in 8-10 s on two cores at a load average of 20, and
     # then load the journal before serving: 30 s and more at a load average of 30-50.
     restart_allowance_s = 30.0
