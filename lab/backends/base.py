@@ -178,23 +178,25 @@ class ClusterBase(Generic[N]):
             self.nodes[plan.name].start()
 
     def wait_ready(self, timeout_s: float | None = None) -> str:
-        """Wait until every node answers, exactly one is MASTER and every other is REPLICA;
-        return the master's name. The default wait is the target's own."""
+        """Wait until every node answers, exactly one is MASTER and every other is REPLICA
+        (a target whose brokers activate themselves: its own rule, and a broker that stopped
+        itself, as such a backup may, is left out); return the master's name. The default
+        wait is the target's own."""
         timeout_s = timeout_s or self.target.ready_timeout_s
         deadline = time.monotonic() + timeout_s
         last: Mapping[str, NodeStatus | None] = {}
+        own = self.target if isinstance(self.target, ActivatesItself) else None
         while time.monotonic() < deadline:
             outside = self.outside()
             never = self._never_ready()  # a misconfigured broker may stop itself
             for name, node in self.nodes.items():
-                if name in outside or name in never:
+                if name in outside or name in never or node.running or node.paused:
                     continue
-                if not node.running and not node.paused:
+                if own is None:
                     raise ClusterError(f"node {name} {node.exit_detail()}")
+                never = never | {name}
             last = {n: s for n, s in self.statuses().items() if n not in outside}
-            ready = (
-                self.target.group_ready if isinstance(self.target, ActivatesItself) else group_ready
-            )
+            ready = group_ready if own is None else own.group_ready
             if ready({n: s for n, s in last.items() if n not in never}):
                 return next(n for n, s in last.items() if s is not None and s.role == "MASTER")
             time.sleep(0.05)
