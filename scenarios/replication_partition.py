@@ -37,9 +37,10 @@ CLIENT_CUT_S = 1.5
 
 
 def _partition(spec: RunSpec, rng: random.Random) -> tuple[FaultOp, ...]:
-    """n1 (the first primary) cut from n2 4–5 s in, for 8 s; 4 s into it, n1's client link cut
-    for 1.5 s."""
-    at = uniform(rng, 4.0, 5.0)
+    """n1 (the first primary) cut from n2 6–7 s in (the load settled: a loaded machine's clients
+    may take seconds to their first acknowledgement), for 8 s; 4 s into it, n1's client link
+    cut for 1.5 s."""
+    at = uniform(rng, 6.0, 7.0)
     return (
         *fault_window("partition", "group", at, PARTITION_S, "f1", sides="n1|n2"),
         *fault_window("cut", client_link("n1"), at + 4.0, CLIENT_CUT_S, "f2"),
