@@ -5,11 +5,13 @@ The first node is the primary, every other a backup of the same group; Artemis d
 itself which broker is active (a lock manager, or a quorum vote of other primaries), so the
 lab's cluster manager stays out of its runs and the cluster only watches (lab.manager.observer).
 
-Every broker→broker connection runs through its pair's Toxiproxy proxy: a broker announces a
-name (`lab-n1:<port>`), and each broker's JVM resolves its peers' names through a hosts file
-of its own to the proxy of that pair (on local processes); in containers a broker announces its
-own address and its peers' network namespaces send what they dial there to the pair's proxy
-(lab.backends.docker). Clients reach each broker through its client proxy, as for every target.
+Every broker→broker connection runs through its pair's Toxiproxy proxy: on local processes a
+broker announces a name (`lab-n1:<port>`), and each broker's JVM resolves its peers' names
+through a hosts file of its own to the proxy of that pair; in containers a broker announces an
+address on Toxiproxy where nothing listens, and each peer's network namespace sends what it
+dials there to the pair's proxy (lab.backends.docker.node_redirect). Clients reach each broker
+through its client proxy, as for every target. The broker's state is read over Jolokia
+(lab.targets.artemis.jolokia); two of its log lines say when it took a role.
 """
 
 from __future__ import annotations
