@@ -82,3 +82,35 @@ def test_each_pair_dials_its_own_proxy_on_the_peers_one_port(tmp_path: Path) -> 
     finally:
         stop.set()
         cluster.stop()
+
+
+def _refused(host: str, port: int) -> bool:
+    try:
+        socket.create_connection((host, port), timeout=5).close()
+    except ConnectionRefusedError:
+        return True
+    return False
+
+
+def test_proxies_into_a_broker_that_is_down_refuse_and_a_cut_outlives_its_return(
+    tmp_path: Path,
+) -> None:
+    cluster = ProcessCluster(Topology(nodes=3), Durability(), ByName(), tmp_path)
+    try:
+        cluster.start(timeout_s=60)
+        assert cluster.plan is not None
+        into = {n: cluster.plan.peer_addresses[n]["n1"].rpartition(":") for n in ("n2", "n3")}
+        cluster.kill("n1")
+        cluster.node_status("n1", 1.0)  # the observer's look: n1 is down
+        assert all(_refused(host, int(port)) for host, _, port in into.values())
+        cluster.set_link("n2_to_n1", False)  # a fault cuts n2 from n1 while n1 is down
+        cluster.restart("n1")
+        cluster.node_status("n1", 1.0)
+        host3, _, port3 = into["n3"]
+        host2, _, port2 = into["n2"]
+        assert not _refused(host3, int(port3))  # open again
+        assert _refused(host2, int(port2))  # still cut by the fault
+        cluster.set_link("n2_to_n1", True)
+        assert not _refused(host2, int(port2))
+    finally:
+        cluster.stop()

@@ -16,6 +16,12 @@ When the brokers activate themselves (`group.active_passive.activation` self: a 
 Artemis), there is no manager and no virtual address: the cluster runs a StatusObserver
 (lab.manager.observer), which records the brokers' roles and statuses as they change, and
 `restart_cluster` stops and starts every broker.
+
+For a target whose brokers dial a peer at the one address it announces (Artemis), the proxies
+into a broker that is down are closed while it is down (seen as the observer looks): a proxy
+accepts a connection and only then finds its upstream gone, where the broker's own port would
+refuse it, and a broker that finds a peer's address answering keeps dialling that peer rather
+than the next one it knows. A link a fault holds cut stays cut.
 """
 
 from __future__ import annotations
@@ -26,10 +32,11 @@ from lab.backends.base import ClusterBase, NodeHandle
 from lab.ground.errors import ClusterError
 from lab.ground.nodes import NodeStatus
 from lab.ground.ports import HOST
+from lab.ground.topology import split_node_link
 from lab.manager.manager import STARTING, ClusterManager
 from lab.manager.observer import NodeStates, StatusObserver
 from lab.targets.management import ManagementTimeout, ManagementUnreachable
-from lab.targets.protocol import ManagedTarget
+from lab.targets.protocol import DialsPeersByName, ManagedTarget
 
 __all__ = ["MANAGER", "VIP", "ManagedCluster"]
 
@@ -82,9 +89,36 @@ class ManagedCluster(ClusterBase[N]):
 
     def node_status(self, name: str, timeout_s: float) -> NodeStatus | None:
         node = self.node(name)
+        if isinstance(self.target, DialsPeersByName) and self.target.dials_peers_by_name:
+            self._gate_peer_links(name, node.running)
         if node.paused or not node.running:
             return None
         return self.target.status(node.plan, timeout_s)
+
+    # ---- peer links into a broker that is down (see the module's note) ----------------------
+
+    def _gate_peer_links(self, name: str, up: bool) -> None:
+        with self.acting_on("peer-links"):
+            down: set[str] = self.__dict__.setdefault("_down", set())
+            if up == (name not in down):
+                return
+            (down.discard if up else down.add)(name)
+            cut: set[str] = self.__dict__.setdefault("_cut", set())
+            for link in self.proxies:
+                ends = split_node_link(link)
+                if ends is not None and ends[1] == name and link not in cut:
+                    self.proxy_client().set_enabled(link, up)
+
+    def set_link(self, name: str, enabled: bool) -> None:
+        """Cut (False) or restore (True) a link; a link into a broker that is down stays
+        closed until it is up again (see the module's note)."""
+        with self.acting_on("peer-links"):
+            cut: set[str] = self.__dict__.setdefault("_cut", set())
+            (cut.discard if enabled else cut.add)(name)
+            ends = split_node_link(name)
+            if enabled and ends is not None and ends[1] in self.__dict__.get("_down", set()):
+                return
+            super().set_link(name, enabled)
 
     # ---- what the manager drives (lab.manager.manager.Brokers) -----------------------------
 
