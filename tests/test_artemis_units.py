@@ -310,10 +310,12 @@ def test_the_group_is_ready_with_one_primary_and_its_backup_in_sync() -> None:
         status("n2", "REPLICA"),
         status("n3", "WAITING"),
     )
-    assert target.group_ready({"n1": master})
-    assert target.group_ready({"n1": master, "n2": replica, "n3": waiting})
-    assert not target.group_ready({"n1": master, "n3": waiting})
-    assert not target.group_ready({"n1": master, "n2": replica, "n3": None})
+    assert target.group_ready({"n1": master}, 1)
+    assert target.group_ready({"n1": master, "n2": replica, "n3": waiting}, 3)
+    assert not target.group_ready({"n1": master, "n3": waiting}, 3)
+    assert not target.group_ready({"n1": master, "n2": replica, "n3": None}, 3)
+    assert target.group_ready({"n1": master, "n2": replica}, 3)  # n3 stopped itself
+    assert not target.group_ready({"n1": master}, 2)  # its only backup stopped itself
     two = {"n1": master, "n2": status("n2", "MASTER")}
-    assert not target.group_ready(two)
+    assert not target.group_ready(two, 2)
     assert BrokerState(True, False, True).role == "MASTER"

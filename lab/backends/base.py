@@ -189,6 +189,7 @@ class ClusterBase(Generic[N]):
         while time.monotonic() < deadline:
             outside = self.outside()
             never = self._never_ready()  # a misconfigured broker may stop itself
+            brokers = len([n for n in self.nodes if n not in outside | never])
             for name, node in self.nodes.items():
                 if name in outside or name in never or node.running or node.paused:
                     continue
@@ -196,8 +197,8 @@ class ClusterBase(Generic[N]):
                     raise ClusterError(f"node {name} {node.exit_detail()}")
                 never = never | {name}
             last = {n: s for n, s in self.statuses().items() if n not in outside}
-            ready = group_ready if own is None else own.group_ready
-            if ready({n: s for n, s in last.items() if n not in never}):
+            running = {n: s for n, s in last.items() if n not in never}
+            if group_ready(running) if own is None else own.group_ready(running, brokers):
                 return next(n for n, s in last.items() if s is not None and s.role == "MASTER")
             time.sleep(0.05)
         roles = {n: (s.role if s else "no answer") for n, s in last.items()}

@@ -273,9 +273,10 @@ class ActivatesItself(Protocol):
 
     activates_itself: bool
 
-    def group_ready(self, statuses: Mapping[str, NodeStatus | None]) -> bool:
-        """Whether the brokers' statuses make a cluster ready to serve (the target's own
-        rule, in place of lab.backends.base.group_ready)."""
+    def group_ready(self, statuses: Mapping[str, NodeStatus | None], brokers: int) -> bool:
+        """Whether the statuses of the brokers that run make a cluster of `brokers` ready to
+        serve (the target's own rule, in place of lab.backends.base.group_ready; a broker
+        that stopped itself is not among them)."""
         ...
 
 

@@ -206,13 +206,14 @@ class ArtemisTarget:
         """Refuse, before anything starts, what Artemis cannot express (a UsageError)."""
         check_run(spec)
 
-    def group_ready(self, statuses: Mapping[str, NodeStatus | None]) -> bool:
-        """One broker active and, when there are others, one backup in sync with it (a
-        primary replicates to one backup; the others wait to pair)."""
+    def group_ready(self, statuses: Mapping[str, NodeStatus | None], brokers: int) -> bool:
+        """Every running broker answers, one is active and, in a cluster of more than one,
+        one backup is in sync with it (a primary replicates to one backup; the others wait
+        to pair, and one that stopped itself is not waited for)."""
         roles = [s.role if s is not None else None for s in statuses.values()]
         if roles.count("MASTER") != 1 or None in roles:
             return False
-        return len(roles) == 1 or "REPLICA" in roles
+        return brokers == 1 or "REPLICA" in roles
 
     # -- local processes -----------------------------------------------------------------------
 
