@@ -92,7 +92,7 @@ def _refused(host: str, port: int) -> bool:
     return False
 
 
-def test_proxies_into_a_broker_that_is_down_refuse_and_a_cut_outlives_its_return(
+def test_proxies_into_a_broker_that_is_not_active_refuse_and_a_cut_outlives_its_return(
     tmp_path: Path,
 ) -> None:
     cluster = ProcessCluster(Topology(nodes=3), Durability(), ByName(), tmp_path)
@@ -100,8 +100,11 @@ def test_proxies_into_a_broker_that_is_down_refuse_and_a_cut_outlives_its_return
         cluster.start(timeout_s=60)
         assert cluster.plan is not None
         into = {n: cluster.plan.peer_addresses[n]["n1"].rpartition(":") for n in ("n2", "n3")}
+        n2_to_n3 = cluster.plan.peer_addresses["n2"]["n3"].rpartition(":")
+        cluster.node_status("n3", 1.0)  # the observer's look: n3 runs, a backup (REPLICA)
+        assert _refused(n2_to_n3[0], int(n2_to_n3[2]))  # a passive backup takes no connection
         cluster.kill("n1")
-        cluster.node_status("n1", 1.0)  # the observer's look: n1 is down
+        cluster.node_status("n1", 1.0)  # n1 is down
         assert all(_refused(host, int(port)) for host, _, port in into.values())
         cluster.set_link("n2_to_n1", False)  # a fault cuts n2 from n1 while n1 is down
         cluster.restart("n1")

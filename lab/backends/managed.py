@@ -17,11 +17,12 @@ Artemis), there is no manager and no virtual address: the cluster runs a StatusO
 (lab.manager.observer), which records the brokers' roles and statuses as they change, and
 `restart_cluster` stops and starts every broker.
 
-For a target whose brokers dial a peer at the one address it announces (Artemis), the proxies
-into a broker that is down are closed while it is down (seen as the observer looks): a proxy
-accepts a connection and only then finds its upstream gone, where the broker's own port would
-refuse it, and a broker that finds a peer's address answering keeps dialling that peer rather
-than the next one it knows. A link a fault holds cut stays cut.
+For a target whose brokers dial a peer at the one address it announces (Artemis, whose
+brokers take connections only while active), the proxies into a broker are closed while it
+does not (down, or a passive backup: seen as the observer looks): a proxy accepts a connection
+and only then finds its upstream closed, where the broker's own port would refuse it, and a
+broker that finds a peer's address answering keeps dialling that peer rather than the next one
+it knows. A link a fault holds cut stays cut.
 """
 
 from __future__ import annotations
@@ -89,11 +90,13 @@ class ManagedCluster(ClusterBase[N]):
 
     def node_status(self, name: str, timeout_s: float) -> NodeStatus | None:
         node = self.node(name)
-        if isinstance(self.target, DialsPeersByName) and self.target.dials_peers_by_name:
-            self._gate_peer_links(name, node.running)
-        if node.paused or not node.running:
-            return None
-        return self.target.status(node.plan, timeout_s)
+        status = None
+        if node.running and not node.paused:
+            status = self.target.status(node.plan, timeout_s)
+        gated = isinstance(self.target, DialsPeersByName) and self.target.dials_peers_by_name
+        if gated and (not node.running or status is not None):  # no answer: as it was
+            self._gate_peer_links(name, status is not None and status.role == "MASTER")
+        return status
 
     # ---- peer links into a broker that is down (see the module's note) ----------------------
 
