@@ -89,8 +89,9 @@ def test_a_backup_takes_over_a_killed_primary_on_local_jvms(
     outcome = lab_run("primary-failure", backend="process", target="artemis")
     assert outcome.spec.group.active_passive.activation == "self"
     roles = _roles(outcome.folder.path)
-    # the lab's cluster manager stayed out: Artemis's states came from Jolokia
-    assert ("n1", "MASTER") in roles and ("n2", "MASTER") in roles
+    # the lab's cluster manager stayed out: Artemis's states came from Jolokia and its log
+    assert ("n1", "MASTER") in roles
+    assert any(node != "n1" and role == "MASTER" for node, role in roles)  # a backup took over
     events = (outcome.folder.path / "events.jsonl").read_text()
     assert '"kind":"manager.' not in events and '"code":"AMQ221007"' in events
     _held_or_declared(outcome, lab_deviation)
@@ -109,9 +110,9 @@ def test_with_failback_the_restarted_primary_takes_over_again(
 ) -> None:
     outcome = _run("primary-failure", tmp_path)
     roles = _roles(outcome.folder.path)
-    kill = next(i for i, (node, role) in enumerate(roles) if node == "n2" and role == "MASTER")
+    kill = next(i for i, (node, role) in enumerate(roles) if node != "n1" and role == "MASTER")
     assert ("n1", "REPLICA") in roles[kill:], "the primary did not come back as a backup first"
-    assert roles[-1][1] == "MASTER" or ("n1", "MASTER") in roles[kill:]
+    assert ("n1", "MASTER") in roles[kill:], "the primary did not take over again"
     assert outcome.check.lost.count == 0
 
 
@@ -138,7 +139,7 @@ def test_a_zookeeper_lock_manager(_artemis: None, tmp_path: Path) -> None:
         )
     config = (outcome.folder.path / "nodes" / "n1" / "etc" / "broker.xml").read_text()
     assert "CuratorDistributedLockManager" in config and ensemble in config
-    assert ("n2", "MASTER") in _roles(outcome.folder.path)
+    assert any(n != "n1" and r == "MASTER" for n, r in _roles(outcome.folder.path))
     assert outcome.check.lost.count == 0
 
 
