@@ -53,7 +53,7 @@ from lab.ground.ports import HOST, require_free
 from lab.ground.spec import Durability, GroupSettings, Topology
 from lab.ground.topology import Link, links_for
 from lab.manager.observer import NodeStates
-from lab.targets.protocol import ContainerLaunch, DialsPeersByName, Target
+from lab.targets.protocol import ContainerLaunch, DialsPeersByName, Target, witnesses_of
 
 __all__ = ["DockerCluster"]
 
@@ -105,9 +105,13 @@ class DockerCluster(ContainerAbilities, ContainerRecords):
         self.labels = RunLabels(
             self.run_id, Owner.this_process(), work_dir, detached=detached, session=session
         )
-        self.links: tuple[Link, ...] = links_for(topology.node_names, target.proxied_peer_links)
+        self.witness_names = witnesses_of(target, self.group)
+        self.links: tuple[Link, ...] = links_for(
+            topology.node_names, target.proxied_peer_links, self.witness_names
+        )
         self.proxies: dict[str, ProxyInfo] = {}
         self.nodes: dict[str, NodeContainer] = {}
+        self.witnesses: dict[str, NodeContainer] = {}
         self.plan: ClusterPlan | None = None
         self._reserved: list[int] = []
         self.toxiproxy: ToxiproxyClient | None = None
@@ -130,6 +134,11 @@ class DockerCluster(ContainerAbilities, ContainerRecords):
 
     def _name(self, part: str) -> str:
         return f"lab-{self.run_id}-{part}"
+
+    @property
+    def _brokers(self) -> tuple[str, ...]:
+        """The nodes, then the witnesses (each at its own address on the run's network)."""
+        return (*self.node_names, *self.witness_names)
 
     def _data_volume(self, node: str) -> str:
         assert self.volumes is not None
@@ -168,9 +177,9 @@ class DockerCluster(ContainerAbilities, ContainerRecords):
         base = self._images["base"]
         self.volumes = RunVolumes(self.client, f"lab-{self.run_id}", self.disk_mb, base)
         self.volumes.create(
-            self.node_names,
+            self._brokers,
             self.labels.for_role("volumes"),
-            {n: self.labels.for_role("volume", n) for n in self.node_names},
+            {n: self.labels.for_role("volume", n) for n in self._brokers},
         )
 
     def _start_toxiproxy(self) -> None:
@@ -211,7 +220,7 @@ class DockerCluster(ContainerAbilities, ContainerRecords):
 
     def _plan(self) -> None:
         _, subnet = self._networks()
-        names = self.node_names
+        names = self._brokers
         ports = self._take_ports(2 * len(names))
         host_plans: list[NodePlan] = []
         for i, name in enumerate(names):
@@ -231,13 +240,15 @@ class DockerCluster(ContainerAbilities, ContainerRecords):
         for link in self.links:
             if not link.is_client:
                 peers[link.source][link.dest] = f"{subnet.toxiproxy}:{self._listen_port(link)}"
+        members = len(self.node_names)
         self.plan = ClusterPlan(
             group=GROUP,
-            nodes=tuple(host_plans),
+            nodes=tuple(host_plans[:members]),
             durability=self.durability,
             peer_addresses=peers,
             settings=self.group,
             spares=self.topology.spares,
+            witnesses=tuple(host_plans[members:]),
         )
 
     def _create_proxies(self) -> None:
@@ -246,7 +257,7 @@ class DockerCluster(ContainerAbilities, ContainerRecords):
         assert self.toxiproxy is not None
         _, subnet = self._networks()
         for link in self.links:
-            dest = subnet.node(self.node_names.index(link.dest))
+            dest = subnet.node(self._brokers.index(link.dest))
             port = AMQP_PORT if link.is_client else REPLICATION_PORT
             self.proxies[link.name] = self.toxiproxy.create(
                 link.name, f"0.0.0.0:{self._listen_port(link)}", f"{dest}:{port}"
@@ -268,15 +279,16 @@ class DockerCluster(ContainerAbilities, ContainerRecords):
         assert self.plan is not None
         # The same plan as the containers see it: fixed ports, data on /data.
         nodes = tuple(container_node_plan(p.name, p.node_dir) for p in self.plan.nodes)
-        inside = replace(self.plan, nodes=nodes)
+        witnesses = tuple(container_node_plan(p.name, p.node_dir) for p in self.plan.witnesses)
+        inside = replace(self.plan, nodes=nodes, witnesses=witnesses)
         _, subnet = self._networks()
         address_of = {
-            name: f"{subnet.node(i)}:{REPLICATION_PORT}" for i, name in enumerate(self.node_names)
+            name: f"{subnet.node(i)}:{REPLICATION_PORT}" for i, name in enumerate(self._brokers)
         }
         if self._by_name:  # where nothing listens: each peer's own rules lead to the proxy
             address_of = {
                 name: f"{subnet.toxiproxy}:{ANNOUNCED_BASE + i + 1}"
-                for i, name in enumerate(self.node_names)
+                for i, name in enumerate(self._brokers)
             }
 
         def make(plan: NodePlan) -> NodeContainer:
@@ -290,6 +302,18 @@ class DockerCluster(ContainerAbilities, ContainerRecords):
                 partial(self._redirect, plan.name) if self._by_name else None,
             )
 
+        for plan in self.plan.witnesses:  # beside the group, first; the run records none of them
+            launch = self.target.container_launch(inside, inside.node(plan.name), address_of)
+            witness = NodeContainer(
+                plan,
+                partial(self._create_node, plan, launch),
+                self.target,
+                NoEvents(),
+                self.detached,
+                partial(self._redirect, plan.name) if self._by_name else None,
+            )
+            self.witnesses[plan.name] = witness
+            witness.start()
         self._start_in_order(make)
 
     def _create_node(self, plan: NodePlan, launch: ContainerLaunch) -> Container:
@@ -300,7 +324,7 @@ class DockerCluster(ContainerAbilities, ContainerRecords):
                 labels=self.labels.for_role("node", plan.name),
                 init=True,
                 entrypoint=list(launch.command),
-                **networks.endpoint(subnet.node(self.node_names.index(plan.name)), plan.name),
+                **networks.endpoint(subnet.node(self._brokers.index(plan.name)), plan.name),
             )
             .with_volume_mapping(self._data_volume(plan.name), str(DATA_DIR), "rw")
             .with_copy_into_container(launch.config, launch.config_path, mode=0o600)  # a secret
@@ -319,7 +343,7 @@ class DockerCluster(ContainerAbilities, ContainerRecords):
         """In node `name`'s namespace, each peer's announced address to their pair's proxy."""
         _, subnet = self._networks()
         pairs = {
-            ANNOUNCED_BASE + self.node_names.index(link.dest) + 1: self._listen_port(link)
+            ANNOUNCED_BASE + self._brokers.index(link.dest) + 1: self._listen_port(link)
             for link in self.links
             if not link.is_client and link.source == name
         }
@@ -329,7 +353,7 @@ class DockerCluster(ContainerAbilities, ContainerRecords):
         """Stop the manager and every node, then remove every container, network and volume
         of the run (what resists is left for the reaper, which the next lab command runs)."""
         self._stop_manager()
-        for node in self.nodes.values():
+        for node in (*self.nodes.values(), *self.witnesses.values()):
             with contextlib.suppress(LabError, APIError, OSError):
                 node.stop()
         if self._client is None:

@@ -43,15 +43,6 @@ def _first_link_into(links: tuple[Link, ...], dest: str) -> Link:
     return next(link for link in links if not link.is_client and link.dest == dest)
 
 
-def _links(nodes: tuple[str, ...], witnesses: tuple[str, ...], target: Target) -> tuple[Link, ...]:
-    """Every link of the nodes, and every node→node link with the witnesses (no client
-    reaches a witness)."""
-    if not witnesses:
-        return links_for(nodes, target.proxied_peer_links)
-    every = links_for((*nodes, *witnesses), target.proxied_peer_links)
-    return tuple(link for link in every if not (link.is_client and link.dest in witnesses))
-
-
 class ProcessCluster(ManagedCluster[NodeProcess]):
     """A group of nodes behind Toxiproxy, as local processes.
 
@@ -85,7 +76,9 @@ class ProcessCluster(ManagedCluster[NodeProcess]):
         self.toxiproxy_proc: subprocess.Popen[bytes] | None = None
         self.toxiproxy: ToxiproxyClient | None = None
         self.witness_names = witnesses_of(target, self.group)
-        self.links: tuple[Link, ...] = _links(topology.node_names, self.witness_names, target)
+        self.links: tuple[Link, ...] = links_for(
+            topology.node_names, target.proxied_peer_links, self.witness_names
+        )
         self.proxies: dict[str, ProxyInfo] = {}
         self.nodes: dict[str, NodeProcess] = {}
         self.witnesses: dict[str, NodeProcess] = {}
