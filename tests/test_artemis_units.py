@@ -81,6 +81,7 @@ def test_the_defaults_are_a_file_lock_with_failback() -> None:
         ({"lock-manager": "etcd"}, "lock-manager"),
         ({"lock-manager": "zookeeper"}, "zookeeper"),
         ({"zookeeper": "127.0.0.1:2181"}, "zookeeper"),
+        ({"session-ms": "6000"}, "session-ms"),
         ({"lock-manager": "zookeeper", "zookeeper": "host"}, "zookeeper"),
         ({"activation": "quorum-voting", "lock-manager": "file"}, "activation"),
         ({"voters": "3"}, "voters"),

@@ -130,8 +130,9 @@ class ArtemisSettings:
                 f"{_where('zookeeper')}: lock-manager zookeeper needs the ensemble's "
                 "host:port[,host:port…]"
             )
-        if lock_manager == "file" and zookeeper is not None:
-            raise UsageError(f"{_where('zookeeper')}: only with lock-manager zookeeper")
+        for key in ("zookeeper", "session-ms"):
+            if lock_manager == "file" and key in raw:
+                raise UsageError(f"{_where(key)}: only with lock-manager zookeeper")
         quorum_keys = ("voters", "vote-on-replication-failure", "quorum-vote-wait")
         stray = [k for k in (*quorum_keys, "vote-retries", "vote-retry-wait-ms") if k in raw]
         if stray and activation != "quorum-voting":
