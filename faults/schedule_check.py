@@ -61,9 +61,11 @@ def _link_name(name: str, nodes: Sequence[str]) -> str | None:
     return _node_name(source, nodes) or _node_name(dest, nodes)
 
 
-def _target_problem(op: FaultOp, nodes: Sequence[str], managed: bool) -> str | None:
+def _target_problem(
+    op: FaultOp, nodes: Sequence[str], managed: bool, manager: bool = True
+) -> str | None:
     if op.fault in _LINK_FAULTS:
-        if managed and op.target == VIP:
+        if managed and manager and op.target == VIP:
             return None  # the virtual address: the clients' one link to the primary
         return _link_name(op.target, nodes)
     if op.fault in _GROUP_FAULTS:
@@ -88,8 +90,10 @@ def _target_problem(op: FaultOp, nodes: Sequence[str], managed: bool) -> str | N
             return None
         return "add_node starts a spare or a removed node: name it, or write @removed"
     if op.target == MANAGER:
-        if op.fault in _MANAGER_FAULTS and managed:
+        if op.fault in _MANAGER_FAULTS and managed and manager:
             return None
+        if managed and not manager:
+            return "the brokers activate themselves: there is no cluster manager to act on"
         return "only kill and pause act on the cluster manager, in active-passive mode"
     return _node_name(op.target, nodes)
 
@@ -144,9 +148,11 @@ def check_schedule(
     *,
     managed: bool = False,
     spares: Sequence[str] = (),
+    manager: bool = True,
 ) -> None:
     """Raise UsageError for the first problem of the schedule `ops` on a cluster of `nodes`
-    whose load lasts `duration_s` (`managed`: an active-passive cluster with a manager;
+    whose load lasts `duration_s` (`managed`: an active-passive cluster, with a manager and
+    a virtual address unless `manager` is False: brokers that activate themselves;
     `spares`: nodes started only by add_node)."""
     started: dict[str, FaultOp] = {}
     stopped: dict[str, FaultOp] = {}
@@ -164,7 +170,7 @@ def check_schedule(
         if op.action == "start":
             if op.id in started:
                 raise UsageError(f"{where}: a second start of fault {op.id}")
-            problem = _target_problem(op, nodes, managed) or membership.problem(op)
+            problem = _target_problem(op, nodes, managed, manager) or membership.problem(op)
             if problem is not None:
                 raise UsageError(f"{where}: target: {problem}")
             started[op.id] = op

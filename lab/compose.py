@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lab.backends.catalog import make_cluster
+from lab.ground.cluster_settings import ACTIVE_PASSIVE
 from lab.ground.errors import UsageError
 from lab.ground.events import Events
 from lab.ground.nodes import TargetTraits
@@ -19,7 +20,7 @@ from lab.ground.spec import BACKENDS, RunSpec
 from lab.judge.bounds import Timings
 from lab.run.cluster import Cluster, ClusterFactory, RunParts
 from lab.targets.catalog import make_target
-from lab.targets.protocol import ServiceTimings, Target, traits_of
+from lab.targets.protocol import ChecksRuns, ServiceTimings, Target, traits_of
 from scenarios.catalog import scenario_named
 
 if TYPE_CHECKING:
@@ -52,16 +53,20 @@ def parts_for(
     hosts_file: Path | None = None,
 ) -> RunParts:
     """The parts of a run of `scenario` against `target` on `backend`, in `mode` (None: the
-    scenario's own HA design), checked; the hosts backend's hosts file read now."""
+    scenario's own HA design, or its active-passive twin for a target whose brokers
+    activate themselves), checked; the hosts backend's hosts file read now."""
     if backend not in BACKENDS:
         raise UsageError(f"unknown backend {backend!r} (known: {', '.join(BACKENDS)})")
-    chosen = scenario_named(scenario).in_mode(mode)
+    node_target = make_target(target)
+    traits = traits_of(node_target)
+    named = scenario_named(scenario)
+    if mode is None and traits.activates_itself and ACTIVE_PASSIVE in named.modes:
+        mode = ACTIVE_PASSIVE  # a target whose brokers activate themselves has no other HA
+    chosen = named.in_mode(mode)
     refusal = chosen.refusal(backend)
     if refusal is not None:
         raise UsageError(refusal)
     hosts = read_hosts(backend, hosts_file)
-    node_target = make_target(target)
-    traits = traits_of(node_target)
     factory = _cluster_factory(node_target, hosts)
     timings = _timings_factory(node_target, traits)
     return RunParts(chosen, traits, factory, hosts_file if hosts else None, timings)
@@ -91,6 +96,8 @@ def clock_mode(spec: RunSpec) -> str | None:
 
 def _cluster_factory(target: Target, hosts: Inventory | None = None) -> ClusterFactory:
     def make(spec: RunSpec, work_dir: Path, events: Events) -> Cluster:
+        if isinstance(target, ChecksRuns):  # a fault or a workload it cannot express
+            target.check_run(spec)
         return make_cluster(
             spec.backend,
             target,

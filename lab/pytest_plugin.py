@@ -1,6 +1,8 @@
 """The lab's pytest plugin: run scenarios as tests.
 
-Options: `--backend` (process, docker, ssh with `--lab-hosts`), `--lab-target` and `--lab-mode`
+Options: `--backend` (process, docker, ssh with `--lab-hosts`), `--lab-target`
+broker_ref|qpid-broker-j|artemis (and its own settings, `--lab-target-setting KEY=VALUE`,
+repeatable) and `--lab-mode`
 (default: each scenario's own HA design) choose what scenario tests run on; a scenario the
 target, backend or mode cannot run is skipped with the CLI's one-line reason. `--lab-seed N`:
 one seed for every scenario test (default: each one's pinned seed). `--lab-seeds 5` runs
@@ -54,6 +56,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption("--lab-target", default="broker_ref", choices=TARGETS, help="the target")
     group.addoption("--lab-mode", default=None, choices=MODES, help="HA design (default: own)")
+    setting = "a setting of the target's own, for every run (repeatable)"
+    group.addoption("--lab-target-setting", action="append", metavar="KEY=VALUE", help=setting)
     group.addoption("--lab-runs-dir", default=None, help="keep run folders (and suite.jsonl)")
     strict = "fail a test whose target declares a deviation the run did not show"
     group.addoption("--lab-strict-deviations", action="store_true", help=strict)
@@ -134,7 +138,7 @@ def lab_run(
     cannot run there is skipped with the one-line reason the CLI gives."""
     from lab.compose import parts_for
     from lab.ground.errors import SetupError, UsageError
-    from lab.ground.spec import Durability
+    from lab.ground.spec import Durability, parse_target_settings
     from lab.run.runner import run_scenario
     from lab.targets.suite import (
         RUN_PROPERTY,
@@ -174,6 +178,8 @@ def lab_run(
             spec = parts.scenario.spec(
                 seed, backend=chosen, target=parts.target, durability=durability
             )
+            given = parse_target_settings(request.config.getoption("--lab-target-setting"))
+            spec = spec.with_target_settings(given)
             refusal_check(spec, parts, tmp_path / "probe")
             prepare(node)  # Broker-J's distribution, fetched on first use
         except (UsageError, SetupError) as exc:
@@ -210,7 +216,9 @@ def lab_deviation(request: pytest.FixtureRequest) -> Callable[[Any], str]:
 
     def judge(outcome: Any) -> str:
         spec = outcome.spec
-        found = outcome.judgement.deviation(spec.scenario, spec.backend, spec.group.mode)
+        found = outcome.judgement.deviation(
+            spec.scenario, spec.backend, spec.group.mode, spec.group.target_context.get(spec.target)
+        )
         if found is None or found.status == "unmatched":
             return "" if found is None else found.line()
         request.node.user_properties.append((DEVIATION_PROPERTY, line := found.line()))

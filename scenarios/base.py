@@ -13,7 +13,7 @@ from lab.ground.nodes import BROKER_REF_TRAITS, TargetTraits
 from lab.ground.spec import Durability, GroupSettings, RunSpec, Topology, Workload
 from lab.judge.prediction import Prediction
 
-__all__ = ["WORK_S", "Scenario", "fault_window", "spaced_out", "uniform"]
+__all__ = ["WORK_S", "Scenario", "ScheduleFn", "fault_window", "spaced_out", "uniform"]
 
 # What a bound on the service's return adds to the run's timeouts it names
 # (lab.judge.bounds): the brokers' and the clients' own work on the way back (a new
@@ -51,6 +51,10 @@ class Scenario:
     # designation, cleared when both nodes run again): a target whose nodes take longer to
     # restart gets its restart allowance added to their end.
     heal_after_restart: tuple[str, ...] = ()
+    # The same situation for an active-passive cluster whose brokers activate themselves (a
+    # target like Artemis: no cluster manager promotes, none moves a virtual address), with
+    # the prediction the documents make of it: a target that activates itself runs this.
+    self_activated: Scenario | None = None
 
     @property
     def mode(self) -> Mode:
@@ -83,7 +87,12 @@ class Scenario:
 
         A target whose nodes take longer to restart (a JVM) gets its `restart_allowance_s`
         added to the load after the schedule is made: the faults fall at the same moments, and
-        the service has time to come back before the load ends."""
+        the service has time to come back before the load ends. A target whose brokers
+        activate themselves runs the scenario's `self_activated` variant."""
+        if target.activates_itself and self.self_activated is not None:
+            return self.self_activated.spec(
+                seed, backend=backend, target=target, durability=durability
+            )
         base = RunSpec(
             scenario=self.name,
             seed=seed,
@@ -129,7 +138,11 @@ class Scenario:
         )
 
     def prediction_for(self, spec: RunSpec) -> Prediction:
-        """The prediction for this run's settings."""
+        """The prediction for this run's settings (its self-activated variant's for a run
+        whose brokers activate themselves)."""
+        variant = self.self_activated
+        if variant is not None and spec.group.active_passive.self_activated:
+            return variant.prediction_for(spec)
         return self.predict(spec) if self.predict is not None else self.prediction
 
 

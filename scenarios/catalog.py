@@ -5,17 +5,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from lab.ground.errors import UsageError
-from scenarios.active_passive import (
+from scenarios.active_passive import REPLICATE_NONE
+from scenarios.active_passive_operators import ROGUE_PROMOTE
+from scenarios.active_passive_self import (
+    BACKUP_AUTH_FAILURE,
     CONSUMED_BEFORE_REPLICATED,
     HUNG_PRIMARY,
     PRIMARY_FAILURE,
-    REPLICATE_NONE,
-    TOTAL_FAILURE,
-)
-from scenarios.active_passive_operators import (
-    BACKUP_AUTH_FAILURE,
     PROMOTE_ONLY_READY,
-    ROGUE_PROMOTE,
+    TOTAL_FAILURE,
 )
 from scenarios.base import Scenario
 from scenarios.disk_full import DISK_FULL
@@ -35,6 +33,7 @@ from scenarios.replicated_group import (
     REPLICA_GC_STALL_ALL,
     TRANSFER_MASTER,
 )
+from scenarios.replication_partition import REPLICATION_PARTITION
 from scenarios.single_node import SINGLE_NODE_CRASH
 from scenarios.two_node_group import (
     PARTITION_AND_RECOVERY,
@@ -75,6 +74,7 @@ SCENARIOS: Mapping[str, Scenario] = {
         BACKUP_AUTH_FAILURE,
         REPLICATE_NONE,
         HUNG_PRIMARY,
+        REPLICATION_PARTITION,
         INCIDENT,
         CLOCK_JUMP,
         CLOCK_DRIFT,

@@ -64,6 +64,7 @@ from lab.ground.faultops import FaultOp
 from lab.ground.spec import RunSpec, Topology, Workload
 from lab.judge.prediction import Prediction
 from scenarios.active_passive import CLUSTER
+from scenarios.active_passive_self import self_cluster
 from scenarios.base import Scenario, fault_window, uniform
 from scenarios.random_vocabulary import (
     AP_LIGHT,
@@ -202,11 +203,12 @@ def active_passive_schedule(
     (long enough for the manager to restart or fence it and for it to catch up and be a ready
     backup again, so a ready backup is always there to promote); faults that take no broker out
     overlap them and each other."""
-    pools = ((), AP_LIGHT)
-    return _rounds(spec, rng, (*AP_OUT, *AP_LIGHT), pools, ((3.0, 4.5), (1.0, 2.5)), weigh)
+    lights = available(spec, AP_LIGHT)
+    pools = ((), lights)
+    return _rounds(spec, rng, (*AP_OUT, *lights), pools, ((3.0, 4.5), (1.0, 2.5)), weigh)
 
 
-RANDOM_ACTIVE_PASSIVE = Scenario(
+_RANDOM_ACTIVE_PASSIVE = Scenario(
     name="random",
     summary="a seeded random schedule on an active-passive cluster of 3: brokers killed or "
     "paused one at a time, overlapped by slow links, cuts of the virtual address and the "
@@ -222,6 +224,25 @@ RANDOM_ACTIVE_PASSIVE = Scenario(
     # One address, wherever the primary is: the manager moves it (the list is C1's).
     workload=Workload(producers=2, consumers=1, rate=100.0, duration_s=24.0, virtual_address=True),
     group=CLUSTER,
+)
+
+# Brokers that activate themselves: no manager to act on, no virtual address to move.
+RANDOM_ACTIVE_PASSIVE = replace(
+    _RANDOM_ACTIVE_PASSIVE,
+    self_activated=replace(
+        _RANDOM_ACTIVE_PASSIVE,
+        summary="a seeded random schedule on an active-passive cluster of 3 whose brokers "
+        "activate themselves: brokers killed or paused one at a time, overlapped by slow "
+        "links and client link faults",
+        prediction=Prediction(
+            text="one broker out at a time leaves a ready backup to take over by itself, and "
+            "the primary acknowledges only what its backup holds: no acknowledged message "
+            "lost whatever the schedule; never two primaries; duplicates allowed",
+            two_masters="forbidden",
+        ),
+        workload=replace(_RANDOM_ACTIVE_PASSIVE.workload, virtual_address=False),
+        group=self_cluster(CLUSTER),
+    ),
 )
 
 RANDOM = Scenario(

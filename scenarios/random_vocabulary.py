@@ -79,7 +79,7 @@ class Kind:
     weight: float
     draw: Callable[[RunSpec, random.Random, bool], Draw]  # (spec, rng, selectors)
     needs: Literal[
-        "", "proxied_peer_links", "cut_peer_links", "one_way", "jvm", "hosts", "hosts_jvm"
+        "", "proxied_peer_links", "cut_peer_links", "one_way", "jvm", "hosts", "hosts_jvm", "manager"
     ] = ""
 
 
@@ -169,7 +169,8 @@ def below_election_timeout_ms(spec: RunSpec) -> int:
 
 
 def _client_target(spec: RunSpec, rng: random.Random, selectors: bool) -> str:
-    if spec.group.is_active_passive:
+    ap = spec.group.active_passive
+    if spec.group.is_active_passive and not ap.self_activated:
         return VIP
     nodes = spec.topology.node_names
     return client_link(rng.choice((*nodes, "@master") if selectors else nodes))
@@ -281,8 +282,8 @@ AP_LIGHT: tuple[Kind, ...] = (
     Kind("client latency", 1, _client("latency")),
     Kind("client bandwidth", 1, _client("bandwidth")),
     Kind("client cut", 1, _client("cut")),
-    Kind("manager pause", 1, _manager("pause")),
-    Kind("manager kill", 1, _manager("kill")),
+    Kind("manager pause", 1, _manager("pause"), "manager"),
+    Kind("manager kill", 1, _manager("kill"), "manager"),
 )
 
 
@@ -292,7 +293,9 @@ def available(spec: RunSpec, kinds: tuple[Kind, ...]) -> tuple[Kind, ...]:
     broker_ref's nodes dial each other through the lab's proxies: toxics on node links and
     one-way partitions work. A JVM target's nodes (Broker-J) reach each other at the
     addresses they advertise: no proxy, so node links are cut only by the Docker backend's
-    packet filter, and only a JVM has a garbage collector to run.
+    packet filter, and only a JVM has a garbage collector to run. An active-passive cluster
+    whose brokers activate themselves has no cluster manager to stop or freeze (nor a
+    virtual address: the clients' links are each broker's).
 
     On hosts (--backend ssh) every node link goes straight between the machines: cuts,
     partitions and one-way partitions are packet filters, no toxic reaches a node link; netem
@@ -311,6 +314,7 @@ def available(spec: RunSpec, kinds: tuple[Kind, ...]) -> tuple[Kind, ...]:
         "jvm": jvm,
         "hosts": hosts,
         "hosts_jvm": hosts and jvm,
+        "manager": not spec.group.active_passive.self_activated,
     }
     return tuple(k for k in kinds if have[k.needs])
 

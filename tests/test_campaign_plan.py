@@ -68,6 +68,16 @@ def test_cells_in_order_and_the_reason_for_each_skipped() -> None:
     assert Cell("primary-failure", "broker_ref", "process", "active-passive") in cells
 
 
+def test_a_target_whose_brokers_activate_themselves_runs_the_active_passive_twin() -> None:
+    request = CampaignRequest(
+        budget_s=60, seed=1, scenarios=("random", "master-failure"), targets=("artemis",)
+    )
+    cells, skipped = request.cells()
+    assert cells == (Cell("random", "artemis", "process", "active-passive"),)
+    assert len(skipped) == 1 and skipped[0].startswith("master-failure · artemis · process")
+    assert "run it with --mode active-passive" in skipped[0]
+
+
 def test_draws_are_the_seeds_and_shards_split_them() -> None:
     request = CampaignRequest(budget_s=60, seed=7, scenarios=("random", "master-failure"))
     cells, _ = request.cells()

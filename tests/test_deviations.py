@@ -122,6 +122,37 @@ def test_a_declaration_applies_to_its_scenario_backends_and_modes() -> None:
     assert [d.id for d in found.for_run("replica-failure", "process", "x")] == ["J3"]
 
 
+def test_a_declaration_for_some_target_settings_applies_with_them_given_or_by_default() -> None:
+    quorum = _deviation("Q", J3, settings=(("activation", "quorum-voting"),))
+    lock = _deviation("L", J3, settings=(("activation", "lock-manager"),))
+    found = Declarations("artemis", "f.toml", (quorum, lock))
+    defaults = (("activation", "lock-manager"),)
+    judged = Judgement(Prediction("p"), _check(), _metrics(5.5), Verdict("broken", ()))
+    assert found.for_run("replica-failure", "process", "x", {"activation": "quorum-voting"}) == (
+        quorum,
+    )
+    assert found.for_run("replica-failure", "process", "x", dict(defaults)) == (lock,)
+    assert found.for_run("replica-failure", "process", "x") == ()
+    seen = replace_judgement(judged, found, defaults)
+    assert seen.deviation("replica-failure", "process", "x", None).matched is lock  # type: ignore[union-attr]
+    given = seen.deviation("replica-failure", "process", "x", {"activation": "quorum-voting"})
+    assert given is not None and given.matched is quorum
+    entry = _raw()["deviation"][0]
+    with_settings = {**_raw(), "deviation": [{**entry, "settings": {"activation": "q"}}]}
+    parsed = parse_declarations(with_settings, "f.toml")
+    assert parsed.deviations[0].settings == (("activation", "q"),)
+    with pytest.raises(ValueError, match="settings must be a table of strings"):
+        parse_declarations({**_raw(), "deviation": [{**entry, "settings": {"voters": 3}}]}, "f")
+
+
+def replace_judgement(
+    judged: Judgement, found: Declarations, defaults: tuple[tuple[str, str], ...]
+) -> Judgement:
+    return Judgement(
+        judged.prediction, judged.check, judged.metrics, judged.verdict, found, _seen(), defaults
+    )
+
+
 def _raw(**match: Any) -> dict[str, Any]:
     entry = {
         "id": "J3", "scenario": "replica-failure", "predicted": "p", "observed": "o",

@@ -30,7 +30,7 @@ from lab.targets.management import (
     ManagementTimeout,
     ManagementUnreachable,
 )
-from lab.targets.protocol import JvmTarget, ManagedTarget, Target
+from lab.targets.protocol import ActivatesItself, JvmTarget, ManagedTarget, Target
 
 __all__ = ["ClusterBase", "NodeHandle", "group_ready"]
 
@@ -40,6 +40,7 @@ class NodeHandle(Protocol):
 
     plan: NodePlan
     paused: bool
+    starts: int  # how many times it was started
 
     @property
     def running(self) -> bool: ...
@@ -177,18 +178,27 @@ class ClusterBase(Generic[N]):
             self.nodes[plan.name].start()
 
     def wait_ready(self, timeout_s: float | None = None) -> str:
-        """Wait until every node answers, exactly one is MASTER and every other is REPLICA;
-        return the master's name. The default wait is the target's own."""
+        """Wait until every node answers, exactly one is MASTER and every other is REPLICA
+        (a target whose brokers activate themselves: its own rule, and a broker that stopped
+        itself, as such a backup may, is left out); return the master's name. The default
+        wait is the target's own."""
         timeout_s = timeout_s or self.target.ready_timeout_s
         deadline = time.monotonic() + timeout_s
         last: Mapping[str, NodeStatus | None] = {}
+        own = self.target if isinstance(self.target, ActivatesItself) else None
         while time.monotonic() < deadline:
             outside = self.outside()
+            never = self._never_ready()  # a misconfigured broker may stop itself
+            brokers = len([n for n in self.nodes if n not in outside | never])
             for name, node in self.nodes.items():
-                if name not in outside and not node.running and not node.paused:
+                if name in outside or name in never or node.running or node.paused:
+                    continue
+                if own is None:
                     raise ClusterError(f"node {name} {node.exit_detail()}")
+                never = never | {name}
             last = {n: s for n, s in self.statuses().items() if n not in outside}
-            if group_ready({n: s for n, s in last.items() if n not in self._never_ready()}):
+            running = {n: s for n, s in last.items() if n not in never}
+            if group_ready(running) if own is None else own.group_ready(running, brokers):
                 return next(n for n, s in last.items() if s is not None and s.role == "MASTER")
             time.sleep(0.05)
         roles = {n: (s.role if s else "no answer") for n, s in last.items()}

@@ -25,3 +25,7 @@ def take_log_line(line: str, log: IO[str], target: Target, events: Events, node:
     status = record.status_change
     if status is not None:
         events.emit("node.ha", node, status=status[1], previous=status[0])
+    if record.took_role is not None:
+        events.emit("node.role", node, role=record.took_role)
+    if record.took_status is not None:
+        events.emit("node.ha", node, status=record.took_status)

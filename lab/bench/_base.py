@@ -21,7 +21,9 @@ class Benchmark:
     `run_against(say, target)`, which measures broker_ref in the same run and prints
     both figures, so the two are compared on one machine at one time; one that can
     measure broker_ref in another HA mode has `run_mode(say, mode)` (`lab bench NAME
-    --mode active-passive`). One whose length a user chooses has `size_option` (`runs`
+    --mode active-passive`), and one that measures another target beside it in that mode
+    `run_mode_against(say, mode, target)` (`--mode active-passive --target artemis`). One
+    whose length a user chooses has `size_option` (`runs`
     or `minutes`: `lab bench NAME --runs N`) and `run_sized(say, backend, size)`.
     """
 
@@ -31,6 +33,7 @@ class Benchmark:
     run_on: Callable[[Say, str], str] | None = None
     run_against: Callable[[Say, str], str] | None = None
     run_mode: Callable[[Say, str], str] | None = None
+    run_mode_against: Callable[[Say, str, str], str] | None = None
     run_sized: Callable[[Say, str, int], str] | None = None
     size_option: str | None = None
     # The optional package sets it needs beyond the lab's own (lab.ground.extras names).

@@ -21,14 +21,14 @@ a message once every ready backup holds it), each as a percentage of the primary
 from __future__ import annotations
 
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from lab.backends.catalog import make_cluster
 from lab.bench._base import Benchmark, Say
 from lab.bench.load import measure_cell
 from lab.bench.p1_table import Trials, range_lines, saturation_lines, share_lines
-from lab.ground.cluster_settings import ACTIVE_PASSIVE, ActivePassiveSettings
+from lab.ground.cluster_settings import ACTIVE_PASSIVE, SELF_ACTIVATED, ActivePassiveSettings
 from lab.ground.spec import Durability, GroupSettings, Topology
 from lab.targets.catalog import make_target
 
@@ -222,6 +222,49 @@ def run_mode(say: Say, mode: str) -> str:
     )
 
 
+def run_mode_against(say: Say, mode: str, target: str) -> str:
+    """The active-passive table for broker_ref (its manager promotes) and `target` (its
+    brokers activate themselves), in one run."""
+    if mode != ACTIVE_PASSIVE:
+        return run_against(say, target)
+    own = {
+        "broker_ref": ACTIVE_PASSIVE_CONFIGURATIONS,
+        target: tuple(
+            replace(c, group=_self_activated(c.group)) for c in ACTIVE_PASSIVE_CONFIGURATIONS
+        ),
+    }
+    tables: dict[str, Rows] = {}
+    with tempfile.TemporaryDirectory(prefix="lab-bench-durability-") as tmp:
+        for name, configurations in own.items():
+            rows: Rows = {}
+            for config in configurations:
+                say(f"{name} active-passive: {config.label} ({config.nodes} broker(s))")
+                rows[config.label] = _row(config, Path(tmp), say, name)
+            tables[name] = rows
+    baseline = ACTIVE_PASSIVE_CONFIGURATIONS[0].label
+    shares: dict[str, tuple[float, float, float]] = {}
+    for name, rows in tables.items():
+        say(f"{name} (the primary alone in msg/s, with backups in % of it):")
+        _print(rows, baseline, say, "  ")
+        one, two = (
+            _share(rows[c.label], rows[baseline]) for c in ACTIVE_PASSIVE_CONFIGURATIONS[1:]
+        )
+        shares[name] = (one, two, sum(t.rate for t in rows[baseline].values()) / len(CLIENTS))
+    ours, theirs = shares["broker_ref"], shares[target]
+    return (
+        f"durability: active-passive primary + 1 backup = {theirs[0]:.0f}% of the primary alone "
+        f"for {target} vs {ours[0]:.0f}% for broker_ref (+ 2 backups {theirs[1]:.0f}% vs "
+        f"{ours[1]:.0f}%); the primary alone {theirs[2]:,.0f} vs {ours[2]:,.0f} msg/s (means "
+        f"over {_clients_text()}, local processes)"
+    )
+
+
+def _self_activated(group: GroupSettings | None) -> GroupSettings:
+    assert group is not None
+    settings = group.active_passive.with_changes(activation=SELF_ACTIVATED)
+    return replace(group, active_passive=settings)
+
+
 BENCHMARK = Benchmark(
     name="durability",
     description="the seeds' table P1: msg/s on 1 node vs 2-node groups under each durability "
@@ -229,4 +272,5 @@ BENCHMARK = Benchmark(
     run=run,
     run_against=run_against,
     run_mode=run_mode,
+    run_mode_against=run_mode_against,
 )

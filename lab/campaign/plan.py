@@ -16,6 +16,7 @@ from __future__ import annotations
 import datetime as dt
 import random
 import re
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import count
@@ -25,6 +26,7 @@ from lab.compose import parts_for
 from lab.ground.cluster_settings import MODES
 from lab.ground.errors import UsageError
 from lab.ground.spec import BACKENDS, MAX_SEED, TARGETS
+from lab.targets.suite import refusal_check
 from scenarios.catalog import RUNNABLE
 
 __all__ = ["GUIDES", "CampaignRequest", "Cell", "Draw", "Shard", "nightly_seed", "parse_budget"]
@@ -147,13 +149,17 @@ class CampaignRequest:
         skipped: list[str] = []
         for scenario in self.scenarios:
             own = RUNNABLE[scenario]
-            for mode in self.modes or (own.mode,):
+            for mode in self.modes or (None,):
                 for target in self.targets:
                     for backend in self.backends:
-                        cell = Cell(scenario, target, backend, mode)
+                        # no mode given: the scenario's own, or the one the target runs
+                        cell = Cell(scenario, target, backend, mode or own.mode)
                         try:
                             hosts = self.hosts_file if backend == "ssh" else None
-                            parts_for(scenario, backend, target, mode, hosts)
+                            parts = parts_for(scenario, backend, target, mode, hosts)
+                            cell = Cell(scenario, target, backend, parts.scenario.mode)
+                            probe = parts.scenario.spec(0, backend=backend, target=parts.target)
+                            refusal_check(probe, parts, Path(tempfile.gettempdir()) / "lab-probe")
                         except UsageError as exc:
                             skipped.append(f"{cell}: {exc}")
                             continue

@@ -19,14 +19,20 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Comman
     up.add_argument("--nodes", type=int, default=1)
     up.add_argument("--backend", default="process", help="process (default), docker or ssh")
     up.add_argument("--hosts", type=Path, metavar="FILE", help="the hosts file of --backend ssh")
-    up.add_argument("--target", default="broker_ref", help="broker_ref or qpid-broker-j")
+    up.add_argument("--target", default="broker_ref", help="broker_ref, qpid-broker-j or artemis")
+    up.add_argument(
+        "--target-setting",
+        action="append",
+        metavar="KEY=VALUE",
+        help="a setting of the target's own (repeatable; artemis: failback=false …)",
+    )
     up.add_argument(
         "--toxiproxy-port", type=int, help="the Toxiproxy API port (default: a free one)"
     )
     up.add_argument(
         "--mode",
-        default="replicated-group",
-        help="replicated-group (default) or active-passive (with a cluster manager)",
+        help="replicated-group (default) or active-passive (with a cluster manager; a "
+        "target whose brokers activate themselves, such as artemis, has no other)",
     )
     up.add_argument("--state-dir", type=Path, default=DEFAULT_STATE_DIR)
 
@@ -46,6 +52,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Comman
 
 def _cmd_up(args: argparse.Namespace) -> int:
     from lab.cli.updown import cluster_up
+    from lab.ground.spec import parse_target_settings
 
     if args.nodes < 1:
         raise UsageError("--nodes must be at least 1")
@@ -57,6 +64,7 @@ def _cmd_up(args: argparse.Namespace) -> int:
         toxiproxy_port=args.toxiproxy_port,
         mode=args.mode,
         hosts_file=args.hosts,
+        target_settings=parse_target_settings(args.target_setting),
     )
     print(json.dumps(described))
     return 0

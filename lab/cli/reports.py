@@ -138,9 +138,14 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     if args.mode != REPLICATED_GROUP:
         if bench.run_mode is None:
             raise UsageError(f"benchmark {bench.name!r} measures the replicated group only")
-        if args.target != "broker_ref" or args.backend != "process":
-            raise UsageError("--mode measures broker_ref on local processes")
-        figure = bench.run_mode(say, args.mode)
+        if args.backend != "process":
+            raise UsageError("--mode measures on local processes")
+        if args.target == "broker_ref":
+            figure = bench.run_mode(say, args.mode)
+        elif bench.run_mode_against is None:
+            raise UsageError(f"benchmark {bench.name!r} measures broker_ref only in {args.mode}")
+        else:
+            figure = bench.run_mode_against(say, args.mode, args.target)
     elif args.target != "broker_ref":
         if bench.run_against is None:
             raise UsageError(f"benchmark {bench.name!r} measures broker_ref only")

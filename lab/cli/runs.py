@@ -34,7 +34,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Comman
     run.add_argument(
         "--hosts", type=Path, metavar="FILE", help="the hosts file of --backend ssh (docs/hosts.md)"
     )
-    run.add_argument("--target", help="broker_ref (default) or qpid-broker-j")
+    run.add_argument("--target", help="broker_ref (default), qpid-broker-j or artemis")
+    run.add_argument(
+        "--target-setting",
+        action="append",
+        metavar="KEY=VALUE",
+        help="a setting of the target's own (repeatable; artemis: activation=quorum-voting …)",
+    )
     run.add_argument(
         "--mode",
         help="replicated-group or active-passive (default: the scenario's own; `lab list`)",
@@ -75,7 +81,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Comman
 def _cmd_run(args: argparse.Namespace) -> int:
     from lab.compose import parts_for
     from lab.ground.errors import UsageError
-    from lab.ground.spec import Durability, parse_seed
+    from lab.ground.spec import Durability, parse_seed, parse_target_settings
 
     if args.spec is not None:
         return _run_incident(args)
@@ -93,6 +99,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         coalescing = base.coalescing_sync if args.coalescing is None else args.coalescing
         durability = Durability.parse(args.durability or base.triplet, coalescing)
     spec = scenario.spec(seed, backend=backend, target=parts.target, durability=durability)
+    spec = spec.with_target_settings(parse_target_settings(args.target_setting))
     return _execute(spec, parts, args.runs_dir)
 
 
@@ -103,7 +110,15 @@ def _run_incident(args: argparse.Namespace) -> int:
 
     given = [
         f"--{name}"
-        for name in ("seed", "backend", "target", "mode", "durability", "coalescing")
+        for name in (
+            "seed",
+            "backend",
+            "target",
+            "target_setting",
+            "mode",
+            "durability",
+            "coalescing",
+        )
         if getattr(args, name) is not None
     ]
     if args.scenario is not None or given:
@@ -182,7 +197,9 @@ def _execute(spec: RunSpec, parts: RunParts, runs_dir: Path) -> int:
     check_space(runs_dir, spec)  # a runs folder clearly too small: one line, nothing started
     print(f"lab: running {spec.scenario} with seed {spec.seed}", file=sys.stderr)
     outcome = run_scenario(spec, parts, runs_dir, progress=progress_for(sys.stderr))
-    deviation = outcome.judgement.deviation(spec.scenario, spec.backend, spec.group.mode)
+    deviation = outcome.judgement.deviation(
+        spec.scenario, spec.backend, spec.group.mode, spec.group.target_context.get(spec.target)
+    )
     print(outcome.folder.path)
     if deviation is None:
         print(outcome.summary)

@@ -12,11 +12,12 @@ from typing import Any
 
 from lab.backends.catalog import Cluster, make_cluster
 from lab.cli.standalone_manager import UP_SETTINGS, hand_over
-from lab.ground.cluster_settings import ACTIVE_PASSIVE, MODES, REPLICATED_GROUP
+from lab.ground.cluster_settings import ACTIVE_PASSIVE, MODES, REPLICATED_GROUP, SELF_ACTIVATED
 from lab.ground.errors import ClusterError, InputError, UsageError
 from lab.ground.files import write_json
 from lab.ground.spec import Durability, GroupSettings, Topology
 from lab.targets.catalog import make_target
+from lab.targets.protocol import ActivatesItself
 
 __all__ = ["cluster_down", "cluster_up"]
 
@@ -34,12 +35,18 @@ def cluster_up(
     backend: str,
     target: str,
     toxiproxy_port: int | None,
-    mode: str = REPLICATED_GROUP,
+    mode: str | None = None,
     timeout_s: float = 30.0,
     hosts_file: Path | None = None,
+    target_settings: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """Start a cluster detached from this process; return what `lab up` prints. An
-    active-passive cluster's manager is handed over to a process of its own."""
+    active-passive cluster's manager is handed over to a process of its own; a target whose
+    brokers activate themselves has none, and runs in active-passive mode by default."""
+    node_target = make_target(target)
+    self_activated = isinstance(node_target, ActivatesItself) and node_target.activates_itself
+    if mode is None:
+        mode = ACTIVE_PASSIVE if self_activated else REPLICATED_GROUP
     if mode not in MODES:
         raise UsageError(f"unknown mode {mode!r} (known: {', '.join(MODES)})")
     from lab.compose import read_hosts
@@ -47,6 +54,10 @@ def cluster_up(
     hosts = read_hosts(backend, hosts_file)
     if hosts is not None and mode == ACTIVE_PASSIVE:
         raise UsageError("lab up --backend ssh runs replicated groups (active-passive: lab run)")
+    settings = (
+        UP_SETTINGS.with_changes(activation=SELF_ACTIVATED) if self_activated else UP_SETTINGS
+    )
+    context = {target: dict(target_settings)} if target_settings else {}
     state = _state_path(state_dir)
     if state.exists():
         raise UsageError(f"a cluster is already up (see {state}); run `lab down` first")
@@ -54,19 +65,20 @@ def cluster_up(
     work_dir.mkdir(parents=True, exist_ok=True)
     cluster = make_cluster(
         backend,
-        make_target(target),
+        node_target,
         Topology(nodes=nodes),
         Durability(),
         work_dir,
         detached=True,
         toxiproxy_port=toxiproxy_port,
-        group=GroupSettings(mode=mode, active_passive=UP_SETTINGS),
+        group=GroupSettings(mode=mode, active_passive=settings, target_context=context),
         hosts=hosts,
     )
-    cluster.start(timeout_s=timeout_s)
+    cluster.check()
+    cluster.start(timeout_s=max(timeout_s, node_target.ready_timeout_s))
     pids = cluster.pids()
     described = cluster.describe()
-    if mode == ACTIVE_PASSIVE:
+    if cluster.has_manager:
         pids["manager"] = hand_over(cluster, work_dir)
         described["virtual_address"] = cluster.vip_url()
     write_json(

@@ -10,10 +10,13 @@ from typing import Any, Literal
 from lab.ground.errors import UsageError
 
 __all__ = [
+    "ACTIVATIONS",
     "ACTIVE_PASSIVE",
+    "MANAGER_ACTIVATED",
     "MODES",
     "REPLICATED_GROUP",
     "REPLICATE_LEVELS",
+    "SELF_ACTIVATED",
     "ActivePassiveSettings",
     "Mode",
 ]
@@ -23,6 +26,11 @@ REPLICATED_GROUP: Mode = "replicated-group"
 ACTIVE_PASSIVE: Mode = "active-passive"
 MODES: tuple[Mode, ...] = (REPLICATED_GROUP, ACTIVE_PASSIVE)
 REPLICATE_LEVELS = ("none", "configuration", "all")
+# Who makes a broker the primary: the lab's cluster manager (the C++ broker's design), or the
+# brokers themselves (a target like Artemis: a lock manager or a quorum vote; the lab watches).
+MANAGER_ACTIVATED = "manager"
+SELF_ACTIVATED = "self"
+ACTIVATIONS = (MANAGER_ACTIVATED, SELF_ACTIVATED)
 
 
 @dataclass(frozen=True)
@@ -36,7 +44,8 @@ class ActivePassiveSettings:
     misconfigured backup). The cluster manager polls every broker every
     `status_poll_interval_s`, waits `status_timeout_s` for an answer (the link heartbeat
     interval when None, as rgmanager's status checks do), and restarts a broker that
-    crashed when `restart` (recovery=restart)."""
+    crashed when `restart` (recovery=restart). `activation` says who makes a broker the
+    primary: the manager, or (`self`) the brokers themselves, the manager left out."""
 
     ha_replicate: str = "none"
     ha_backup_timeout_s: float = 10.0
@@ -49,8 +58,11 @@ class ActivePassiveSettings:
     status_poll_interval_s: float = 1.0
     status_timeout_s: float | None = None
     restart: bool = True
+    activation: str = MANAGER_ACTIVATED
 
     def __post_init__(self) -> None:
+        if self.activation not in ACTIVATIONS:
+            raise UsageError(f"activation {self.activation!r}: one of {', '.join(ACTIVATIONS)}")
         if self.ha_replicate not in REPLICATE_LEVELS:
             raise UsageError(
                 f"ha_replicate {self.ha_replicate!r}: one of {', '.join(REPLICATE_LEVELS)}"
@@ -81,12 +93,20 @@ class ActivePassiveSettings:
             return frozenset()
         return frozenset(n for n, pw in self.passwords.items() if pw != self.ha_password)
 
+    @property
+    def self_activated(self) -> bool:
+        return self.activation == SELF_ACTIVATED
+
     def with_changes(self, **changes: Any) -> ActivePassiveSettings:
         return replace(self, **changes)
 
     def to_json(self) -> dict[str, Any]:
+        """`activation` only when the brokers activate themselves, so other runs' spec.json
+        (and the failure database's ids) stay as they were."""
         out = asdict(self)
         out["passwords"] = dict(self.passwords)
+        if self.activation == MANAGER_ACTIVATED:
+            del out["activation"]
         return out
 
     @staticmethod

@@ -36,6 +36,10 @@ class ClusterPlan:
     settings: GroupSettings = field(default_factory=GroupSettings)
     # Nodes planned but started only to join the running group (Topology.spares).
     spares: tuple[str, ...] = ()
+    # Brokers the target runs beside the group (Artemis's quorum voters): planned like nodes
+    # (ports, folders, a proxy on every link with a node or another witness) and started
+    # with the group, but never one of its nodes: no client reaches them, no fault names them.
+    witnesses: tuple[NodePlan, ...] = ()
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -60,10 +64,13 @@ class ClusterPlan:
         return ClusterPlan(group, nodes, durability, settings=settings, spares=spares)
 
     def node(self, name: str) -> NodePlan:
-        for plan in self.nodes:
+        for plan in (*self.nodes, *self.witnesses):
             if plan.name == name:
                 return plan
         raise KeyError(name)
+
+    def is_witness(self, name: str) -> bool:
+        return any(plan.name == name for plan in self.witnesses)
 
 
 @dataclass(frozen=True)
@@ -90,6 +97,12 @@ class TargetTraits:
     # broker_ref's own codes (REF-) this target's log lines are read as: events it logs
     # without a code of its own (lab.targets.brokerj.target's LAB_EVENTS)
     lab_codes: frozenset[str] = frozenset()
+    # Its active-passive brokers decide themselves which one is active (Artemis): a run
+    # of an active-passive scenario leaves the lab's cluster manager out.
+    activates_itself: bool = False
+    # The defaults of its own settings (group.target_context.<name>): a deviation declared
+    # for some settings applies to a run that has them, given or by default.
+    settings: tuple[tuple[str, str], ...] = ()
 
 
 BROKER_REF_TRAITS = TargetTraits()  # the target the predictions' bounds are set for

@@ -30,10 +30,11 @@ __all__ = [
     "Workload",
     "git_revision",
     "parse_seed",
+    "parse_target_settings",
 ]
 
 BACKENDS = ("process", "docker", "ssh")
-TARGETS = ("broker_ref", "qpid-broker-j")
+TARGETS = ("broker_ref", "qpid-broker-j", "artemis")
 SPEC_VERSION = 1
 MAX_SEED = 2**63 - 1
 
@@ -264,6 +265,15 @@ class RunSpec:
         """This spec with `schedule`, in its canonical form (as spec.json holds it)."""
         return replace(self, schedule=canonical(schedule))
 
+    def with_target_settings(self, settings: Mapping[str, str]) -> RunSpec:
+        """This spec with `settings` added to its target's `group.target_context` (a user's
+        `--target-setting KEY=VALUE`, over the scenario's own)."""
+        if not settings:
+            return self
+        context = {t: dict(c) for t, c in self.group.target_context.items()}
+        context[self.target] = {**context.get(self.target, {}), **settings}
+        return replace(self, group=replace(self.group, target_context=context))
+
     def to_json(self) -> dict[str, Any]:
         return {
             "v": SPEC_VERSION,
@@ -298,6 +308,20 @@ class RunSpec:
             )
         except (KeyError, TypeError, ValueError, UsageError) as exc:
             raise InputError(f"{source}: not a valid run spec: {exc}") from exc
+
+
+def parse_target_settings(pairs: list[str] | None) -> dict[str, str]:
+    """`KEY=VALUE` words (`--target-setting`, repeatable) as a mapping; a UsageError for a
+    word without `=` (the target checks the keys and values themselves)."""
+    found: dict[str, str] = {}
+    for pair in pairs or ():
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(
+                f"--target-setting {pair!r}: write KEY=VALUE, e.g. activation=quorum-voting"
+            )
+        found[key.strip()] = value.strip()
+    return found
 
 
 def parse_seed(text: str) -> int:

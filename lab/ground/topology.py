@@ -38,13 +38,17 @@ def node_link(source: str, dest: str) -> str:
     return f"{source}_to_{dest}"
 
 
-def links_for(nodes: tuple[str, ...], peer_links: bool = True) -> tuple[Link, ...]:
+def links_for(
+    nodes: tuple[str, ...], peer_links: bool = True, witnesses: tuple[str, ...] = ()
+) -> tuple[Link, ...]:
     """Every client→node link, and every node→node link when `peer_links` (a target whose
-    nodes dial their peers through the proxies the lab gives them)."""
+    nodes dial their peers through the proxies the lab gives them), with the `witnesses`
+    (brokers a target runs beside the group: peer links only, no client reaches them)."""
     client = tuple(Link(client_link(n), "client", n) for n in nodes)
     if not peer_links:
         return client
-    peer = tuple(Link(node_link(a, b), a, b) for a, b in permutations(nodes, 2))
+    every = (*nodes, *witnesses)
+    peer = tuple(Link(node_link(a, b), a, b) for a, b in permutations(every, 2))
     return client + peer
 
 

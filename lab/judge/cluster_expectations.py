@@ -13,6 +13,10 @@ fell (from the checker), and the counters the brokers report.
     MetricAtLeast(name, value)                               a run metric reached a value
     ClientsNoticed(fault, within_s)                          a client lost its connection to
                                                              the node the fault took out
+    TookOver(fault, within_s=None)                           another node than the one the
+                                                             fault took out became MASTER
+                                                             after it began (the target's
+                                                             election allowance added)
 
 Nodes and moments are references as in expectations.py (`n2`, `f1`, `master@f1`; `f1:start`).
 """
@@ -33,6 +37,7 @@ __all__ = [
     "MetricAtLeast",
     "StatusNever",
     "StatusReached",
+    "TookOver",
 ]
 
 
@@ -213,3 +218,34 @@ class ClientsNoticed:
             f"clients noticed {found.target} ({self.fault}) {seen}, "
             f"expected within {self.within_s:g} s"
         )
+
+
+@dataclass(frozen=True)
+class TookOver:
+    """A node other than the one fault `fault` took out reported MASTER (its own role,
+    `node.role`) after the fault began, within `within_s` and the target's election
+    allowance when given: a backup took over by itself."""
+
+    violation: ClassVar[str] = "no-takeover"
+
+    fault: str
+    within_s: float | None = None
+
+    def unmet(self, facts: RunFacts) -> str | None:
+        found = facts.fault(self.fault)
+        bound = None
+        if self.within_s is not None:
+            bound = self.within_s + facts.target.election_allowance_s
+        for o in facts.observed:
+            if o.kind != "node.role" or o.node == found.target or o.time_s < found.start_s:
+                continue
+            if o.detail.get("role") != "MASTER":
+                continue
+            waited = o.time_s - found.start_s
+            if bound is None or waited <= bound:
+                return None
+            return (
+                f"{o.node} took over from {found.target} ({self.fault}) {waited:.2f} s after "
+                f"it began, expected within {bound:g} s"
+            )
+        return f"no node took over from {found.target} ({self.fault}) after it began"

@@ -5,7 +5,8 @@ declared as data (one TOML file per target, in the target's folder), and recogni
     Observation.gather(verdict, check, metrics, events, folder, needles) → Observation
     assess(declared, observation, source) → DeviationOutcome | None
 
-A declaration names its scenario (and, optionally, the backends and modes it was seen on),
+A declaration names its scenario (and, optionally, the backends, modes and target settings,
+`settings = { activation = "quorum-voting" }` (defaults: the target's), it was seen with),
 what the documents predict, what was observed, the evidence and the command that shows it,
 how often suite sessions saw it (`seen`, lab.judge.seen_rates), and a matcher over the
 run's judgement, a small vocabulary:
@@ -24,8 +25,7 @@ The outcomes (`DeviationOutcome.status`) of a run with declarations for it:
 
     reproduced      the prediction did not hold, and a declaration matched: verdict `deviation`
     not seen        the prediction held although a deviation is declared: fixed upstream?
-    unmatched       the prediction did not hold, and no declaration matched (each says why)
-"""
+    unmatched       the prediction did not hold, and no declaration matched (each says why)"""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeAlias
 
 from lab.ground.errors import InputError
 from lab.ground.files import read_user_document
@@ -67,6 +67,7 @@ LOG_FILES = ("broker.log", "stderr.log")
 _CONDITION = re.compile(r"^\s*(=|==|!=|>=|<=|>|<)?\s*(\d+(?:\.\d+)?)\s*$")
 
 Status = Literal["reproduced", "not seen", "unmatched"]
+Settings: TypeAlias = Mapping[str, str] | None  # a run's target settings, with the defaults
 
 
 class DeviationNotSeen(UserWarning):
@@ -211,12 +212,14 @@ class Deviation:
     backends: tuple[str, ...] = ()  # empty: every backend
     modes: tuple[str, ...] = ()  # empty: every mode
     seen: tuple[SeenRate, ...] = ()  # its rates in suite sessions, per backend
+    settings: tuple[tuple[str, str], ...] = ()  # the target's settings it applies to
 
-    def applies_to(self, scenario: str, backend: str, mode: str) -> bool:
+    def applies_to(self, scenario: str, backend: str, mode: str, given: Settings = None) -> bool:
         return (
             self.scenario == scenario
             and (not self.backends or backend in self.backends)
             and (not self.modes or mode in self.modes)
+            and all((given or {}).get(k) == v for k, v in self.settings)
         )
 
 
@@ -228,8 +231,11 @@ class Declarations:
     source: str
     deviations: tuple[Deviation, ...] = ()
 
-    def for_run(self, scenario: str, backend: str, mode: str) -> tuple[Deviation, ...]:
-        return tuple(d for d in self.deviations if d.applies_to(scenario, backend, mode))
+    def for_run(
+        self, scenario: str, backend: str, mode: str, given: Settings = None
+    ) -> tuple[Deviation, ...]:
+        """`given`: the run's target settings, with the target's defaults."""
+        return tuple(d for d in self.deviations if d.applies_to(scenario, backend, mode, given))
 
     def needles(self) -> tuple[str, ...]:
         """Every text some declaration looks for in the nodes' logs."""
@@ -298,7 +304,7 @@ def assess(
 
 _TOP = {"target", "deviation"}
 _FIELDS = {"id", "scenario", "predicted", "observed", "evidence", "command"}
-_FIELDS |= {"backends", "modes", "seen"}
+_FIELDS |= {"backends", "modes", "seen", "settings"}
 _REQUIRED = ("id", "scenario", "predicted", "observed", "evidence", "command")
 _MATCH = {"verdicts", "violations", "allow", "check", "longest_gap_s"} | {
     "codes_seen",
@@ -362,7 +368,14 @@ def _deviation(raw: Any, where: str) -> Deviation:
         backends=_strings(raw.get("backends", []), f"{where}.backends"),
         modes=_strings(raw.get("modes", []), f"{where}.modes"),
         seen=parse_seen(raw.get("seen", []), where),
+        settings=_settings(raw.get("settings", {}), f"{where}.settings"),
     )
+
+
+def _settings(raw: Any, where: str) -> tuple[tuple[str, str], ...]:
+    if isinstance(raw, dict) and all(isinstance(v, str) for v in raw.values()):
+        return tuple(sorted(raw.items()))
+    raise ValueError(f"{where} must be a table of strings")
 
 
 def parse_declarations(raw: Mapping[str, Any], source: str) -> Declarations:

@@ -140,9 +140,13 @@ class RunFacts:
         return ref
 
     def after_restart(self, ref: str) -> bool:
-        """Whether `ref` is the end of a kill or a graceful stop (the node started again)."""
+        """Whether `ref` is the end of a kill or a graceful stop (the node started again), or
+        the start of a cluster's restart (every node started again)."""
         fault_id, _, edge = ref.partition(":")
-        return edge == "end" and self.fault(fault_id).fault in ("kill", "graceful_stop")
+        fault = self.fault(fault_id).fault
+        if edge == "start":
+            return fault == "restart_cluster"
+        return edge == "end" and fault in ("kill", "graceful_stop")
 
     def moment(self, ref: str) -> float:
         """Seconds since the run began for `f1:start` / `f1:end`."""

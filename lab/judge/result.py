@@ -19,6 +19,7 @@ broke otherwise: `mismatches`), with the declared ids and their file (`source`).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -89,12 +90,17 @@ class Judgement:
     verdict: Verdict
     declarations: Declarations | None = None
     observation: Observation | None = None
+    defaults: tuple[tuple[str, str], ...] = ()  # the target's own settings' defaults
 
-    def deviation(self, scenario: str, backend: str, mode: str) -> DeviationOutcome | None:
-        """The run against the target's deviations declared for it (None: none declared)."""
+    def deviation(
+        self, scenario: str, backend: str, mode: str, settings: Mapping[str, str] | None = None
+    ) -> DeviationOutcome | None:
+        """The run against the target's deviations declared for it (None: none declared);
+        `settings`: the run's target settings (`group.target_context.<target>`)."""
         if self.declarations is None or self.observation is None:
             return None
-        declared = self.declarations.for_run(scenario, backend, mode)
+        given = {**dict(self.defaults), **(settings or {})}
+        declared = self.declarations.for_run(scenario, backend, mode, given)
         return assess(declared, self.observation, self.declarations.source)
 
 
@@ -117,7 +123,7 @@ def judge_run(
         return Judgement(prediction, check, metrics, verdict)
     declared = load_declarations(Path(target.deviations))
     seen = Observation.gather(verdict, check, metrics, observed, events.parent, declared.needles())
-    return Judgement(prediction, check, metrics, verdict, declared, seen)
+    return Judgement(prediction, check, metrics, verdict, declared, seen, target.settings)
 
 
 @dataclass(frozen=True)
@@ -186,7 +192,8 @@ class RunResult:
         spec: RunSpec, judgement: Judgement, reproduce: str, replay: ReplayOf | None = None
     ) -> RunResult:
         """A judged run; its verdict is `deviation` when it shows a declared deviation."""
-        deviation = judgement.deviation(spec.scenario, spec.backend, spec.group.mode)
+        own = spec.group.target_context.get(spec.target, {})
+        deviation = judgement.deviation(spec.scenario, spec.backend, spec.group.mode, own)
         reproduced = deviation is not None and deviation.reproduced
         return RunResult(
             scenario=spec.scenario,

@@ -232,6 +232,7 @@ def validate_spec(spec: RunSpec) -> None:
         spec.topology.node_names,
         spec.workload.duration_s,
         managed=spec.group.is_active_passive,
+        manager=not spec.group.active_passive.self_activated,
         spares=spec.topology.spares,
     )
 

@@ -24,9 +24,20 @@ __all__ = ["LAB", "reproduce_command"]
 LAB = ".venv/bin/lab"
 
 
-def _made_from_seed(spec: RunSpec, scenario: Scenario, target: TargetTraits) -> bool:
+def _made_from_seed(
+    spec: RunSpec, scenario: Scenario, target: TargetTraits, settings: dict[str, str]
+) -> bool:
     made = scenario.spec(spec.seed, backend=spec.backend, target=target, durability=spec.durability)
+    made = made.with_target_settings(settings)
     return replace(made, lab_version=spec.lab_version, git_revision=spec.git_revision) == spec
+
+
+def _user_settings(spec: RunSpec, scenario: Scenario, target: TargetTraits) -> dict[str, str]:
+    """The target settings the run has beyond those its scenario gives (`--target-setting`)."""
+    made = scenario.spec(spec.seed, backend=spec.backend, target=target, durability=spec.durability)
+    own = made.group.target_context.get(spec.target, {})
+    given = spec.group.target_context.get(spec.target, {})
+    return {k: v for k, v in given.items() if own.get(k) != v}
 
 
 def reproduce_command(spec: RunSpec, folder: Path, parts: RunParts | None = None) -> str:
@@ -42,7 +53,8 @@ def reproduce_command(spec: RunSpec, folder: Path, parts: RunParts | None = None
         return replay
     if scenario.name != spec.scenario or target.name != spec.target:
         return replay
-    if not _made_from_seed(spec, scenario, target):
+    settings = _user_settings(spec, scenario, target)
+    if not _made_from_seed(spec, scenario, target, settings):
         return replay
     words = [LAB, "run", spec.scenario, "--seed", str(spec.seed)]
     if spec.backend != "process":
@@ -51,6 +63,8 @@ def reproduce_command(spec: RunSpec, folder: Path, parts: RunParts | None = None
         words += ["--hosts", str(parts.hosts_file)]
     if spec.target != "broker_ref":
         words += ["--target", spec.target]
+    for key, value in sorted(settings.items()):
+        words += ["--target-setting", f"{key}={value}"]
     base = SCENARIOS.get(spec.scenario)
     if base is not None and spec.group.mode != base.mode:
         words += ["--mode", spec.group.mode]

@@ -119,6 +119,11 @@ def check_plan(cluster: ClusterPlan) -> None:
         raise UsageError(f"group settings name unknown nodes: {', '.join(unknown)}")
     if settings.designated_primary and size != 2:
         raise UsageError("designated primary applies only to a group of two nodes (the seeds)")
+    if settings.is_active_passive and settings.active_passive.self_activated:
+        raise UsageError(
+            "broker_ref's active-passive brokers never activate themselves: its cluster needs "
+            "the lab's cluster manager (group.active_passive.activation manager)"
+        )
     if settings.target_context.get("broker_ref"):
         raise UsageError(
             "group.target_context.broker_ref: broker_ref takes no settings of its own; "

@@ -19,4 +19,8 @@ def make_target(name: str) -> Target:
         from lab.targets.brokerj.target import BrokerJTarget
 
         return BrokerJTarget()
+    if name == "artemis":
+        from lab.targets.artemis.target import ArtemisTarget
+
+        return ArtemisTarget()
     raise UsageError(f"unknown target {name!r} (known: {', '.join(TARGETS)})")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -17,13 +18,17 @@ from typing import Protocol, runtime_checkable
 from lab.ground.errors import ClusterError
 from lab.ground.nodes import ClusterPlan, NodePlan, NodeStatus, TargetTraits
 from lab.ground.ports import HOST
-from lab.ground.spec import GroupSettings
+from lab.ground.spec import GroupSettings, RunSpec
 from lab.judge.bounds import Timing
 from lab.targets.management import Credentials, ManagementClient
 
 __all__ = [
+    "ActivatesItself",
+    "ChecksRuns",
     "ContainerLaunch",
     "DeclaresDeviations",
+    "DialsPeersByName",
+    "HasWitnesses",
     "HostLaunch",
     "HostPlace",
     "JvmTarget",
@@ -34,19 +39,24 @@ __all__ = [
     "RunsOnHosts",
     "ServiceTimings",
     "Target",
+    "pair_address",
     "parse_oplog_line",
     "run_command",
     "traits_of",
+    "witnesses_of",
 ]
 
 
 @dataclass(frozen=True)
 class ContainerLaunch:
-    """How a node starts in its container: its configuration file and command line."""
+    """How a node starts in its container: its configuration file and command line, and
+    where the run's shared folder is mounted when its nodes need one (a file lock they
+    share), else None."""
 
     config: bytes
     config_path: str  # where the configuration is copied inside the container
     command: tuple[str, ...]
+    shared_dir: str | None = None
 
 
 @dataclass(frozen=True)
@@ -78,11 +88,17 @@ class HostLaunch:
 
 @dataclass(frozen=True)
 class LogRecord:
+    """One coded line of a node's log. `took_role` / `took_status`: the line says its node
+    took that role (MASTER …) or HA status (ready …) at that moment (a target whose line
+    says so, where a poll of its management API may come too late)."""
+
     time: str
     level: str
     node: str
     code: str
     text: str
+    took_role: str | None = None
+    took_status: str | None = None
 
     @property
     def role_change(self) -> tuple[str, str] | None:
@@ -312,6 +328,65 @@ class ServiceTimings(Protocol):
     def service_timings(self, group: GroupSettings, nodes: int) -> dict[str, Timing]: ...
 
 
+@runtime_checkable
+class ActivatesItself(Protocol):
+    """A target whose active-passive brokers decide themselves which one is active (Artemis:
+    a lock manager or a quorum vote). Its runs leave the lab's cluster manager out; the
+    cluster watches the brokers instead (lab.manager.observer)."""
+
+    activates_itself: bool
+
+    def group_ready(self, statuses: Mapping[str, NodeStatus | None], brokers: int) -> bool:
+        """Whether the statuses of the brokers that run make a cluster of `brokers` ready to
+        serve (the target's own rule, in place of lab.backends.base.group_ready; a broker
+        that stopped itself is not among them)."""
+        ...
+
+
+@runtime_checkable
+class DialsPeersByName(Protocol):
+    """A target whose nodes dial each peer at the one address that peer announces to the
+    group (Artemis's connectors), so no per-pair address can be handed to the dialling node.
+    The process backend gives every proxy into a node the same port and each pair's proxy a
+    loopback address of its own (`pair_address`), which the target names in the node's own
+    resolver; the Docker backend sends what a node dials at a peer's address, from inside the
+    node's network namespace, to the pair's proxy."""
+
+    dials_peers_by_name: bool
+
+
+@runtime_checkable
+class HasWitnesses(Protocol):
+    """A target that runs brokers beside the group for the group's sake (Artemis's quorum
+    voters): the backends plan and start them with the nodes (ClusterPlan.witnesses) and
+    stop them with the cluster; they are no node of the run."""
+
+    def witnesses(self, settings: GroupSettings) -> tuple[str, ...]:
+        """The witnesses' names for a group with these settings (none: an empty tuple)."""
+        ...
+
+
+def witnesses_of(target: Target, settings: GroupSettings) -> tuple[str, ...]:
+    return target.witnesses(settings) if isinstance(target, HasWitnesses) else ()
+
+
+def pair_address(source: int, dest: int) -> str:
+    """The loopback address of the proxy on the link from node number `source` to node number
+    `dest` (1-based) on local processes, for a target that dials peers by name: all of
+    127.0.0.0/8 is the host's loopback, so it needs no set-up."""
+    return f"127.78.{source}.{dest}"
+
+
+@runtime_checkable
+class ChecksRuns(Protocol):
+    """A target that refuses some runs by more than their group: a fault or a workload it
+    cannot express."""
+
+    def check_run(self, spec: RunSpec) -> None:
+        """A UsageError naming why, before anything starts."""
+        ...
+
+
 def traits_of(target: Target) -> TargetTraits:
     """What a run needs to know of the target besides how to start it (lab.ground.nodes)."""
     declared = target.deviations_file if isinstance(target, DeclaresDeviations) else None
@@ -321,4 +396,6 @@ def traits_of(target: Target) -> TargetTraits:
         target.restart_allowance_s,
         None if declared is None else str(declared),
         target.lab_codes if isinstance(target, ReadsLabCodes) else frozenset(),
+        isinstance(target, ActivatesItself) and target.activates_itself,
+        tuple(sorted(getattr(target, "setting_defaults", {}).items())),
     )

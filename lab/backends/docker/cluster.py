@@ -19,11 +19,10 @@ import time
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 import docker
 import requests
-from docker.errors import APIError, NotFound
+from docker.errors import APIError
 from docker.models.containers import Container
 from testcontainers.core.config import testcontainers_config
 from testcontainers.core.container import DockerContainer
@@ -41,7 +40,9 @@ from lab.backends.docker.node_config import (
     container_node_plan,
 )
 from lab.backends.docker.node_container import NodeContainer
+from lab.backends.docker.node_redirect import ANNOUNCED_BASE, redirect
 from lab.backends.docker.reaper import remove_run
+from lab.backends.docker.records import TOXIPROXY, ContainerRecords
 from lab.backends.docker.volumes import RunVolumes
 from lab.backends.managed import VIP
 from lab.backends.toxiproxy import ProxyInfo, ToxiproxyClient
@@ -51,12 +52,12 @@ from lab.ground.nodes import ClusterPlan, NodePlan
 from lab.ground.ports import HOST, require_free
 from lab.ground.spec import Durability, GroupSettings, Topology
 from lab.ground.topology import Link, links_for
-from lab.targets.protocol import ContainerLaunch, JvmTarget, Target
+from lab.manager.observer import NodeStates
+from lab.targets.protocol import ContainerLaunch, DialsPeersByName, Target, witnesses_of
 
 __all__ = ["DockerCluster"]
 
 GROUP = "lab"
-TOXIPROXY = "toxiproxy"
 TOXIPROXY_API_PORT = 8474
 CLIENT_PROXY_BASE = 10000  # client_to_<node i> listens on 10000 + i inside Toxiproxy
 PEER_PROXY_BASE = 11000  # node→node proxies listen on 11000 + k
@@ -66,7 +67,7 @@ def _say_on_stderr(line: str) -> None:
     print(f"lab: docker: {line}", file=sys.stderr, flush=True)
 
 
-class DockerCluster(ContainerAbilities):
+class DockerCluster(ContainerAbilities, ContainerRecords):
     """A group of nodes behind Toxiproxy, as containers on a per-run network.
 
     `start` either brings everything up or removes what it created and raises.
@@ -95,7 +96,7 @@ class DockerCluster(ContainerAbilities):
         self.group = group or GroupSettings()
         self.target = target
         self.work_dir = work_dir.resolve()
-        self.events: Events = events or NoEvents()
+        self.events: Events = NodeStates(events or NoEvents())  # each node's last role
         self.detached = detached
         self.disk_mb = disk_mb or target.data_disk_mb
         self.say: Say = say or _say_on_stderr
@@ -104,9 +105,13 @@ class DockerCluster(ContainerAbilities):
         self.labels = RunLabels(
             self.run_id, Owner.this_process(), work_dir, detached=detached, session=session
         )
-        self.links: tuple[Link, ...] = links_for(topology.node_names, target.proxied_peer_links)
+        self.witness_names = witnesses_of(target, self.group)
+        self.links: tuple[Link, ...] = links_for(
+            topology.node_names, target.proxied_peer_links, self.witness_names
+        )
         self.proxies: dict[str, ProxyInfo] = {}
         self.nodes: dict[str, NodeContainer] = {}
+        self.witnesses: dict[str, NodeContainer] = {}
         self.plan: ClusterPlan | None = None
         self._reserved: list[int] = []
         self.toxiproxy: ToxiproxyClient | None = None
@@ -117,6 +122,9 @@ class DockerCluster(ContainerAbilities):
         self._client: docker.DockerClient | None = None
         self._client_ports: dict[str, int] = {}
         self._images: dict[str, str] = {}
+        # A target whose nodes dial a peer at the one address it announces (Artemis):
+        # lab.backends.docker.node_redirect.
+        self._by_name = isinstance(target, DialsPeersByName) and target.dials_peers_by_name
 
     @property
     def client(self) -> docker.DockerClient:
@@ -126,6 +134,11 @@ class DockerCluster(ContainerAbilities):
 
     def _name(self, part: str) -> str:
         return f"lab-{self.run_id}-{part}"
+
+    @property
+    def _brokers(self) -> tuple[str, ...]:
+        """The nodes, then the witnesses (each at its own address on the run's network)."""
+        return (*self.node_names, *self.witness_names)
 
     def _data_volume(self, node: str) -> str:
         assert self.volumes is not None
@@ -164,9 +177,9 @@ class DockerCluster(ContainerAbilities):
         base = self._images["base"]
         self.volumes = RunVolumes(self.client, f"lab-{self.run_id}", self.disk_mb, base)
         self.volumes.create(
-            self.node_names,
+            self._brokers,
             self.labels.for_role("volumes"),
-            {n: self.labels.for_role("volume", n) for n in self.node_names},
+            {n: self.labels.for_role("volume", n) for n in self._brokers},
         )
 
     def _start_toxiproxy(self) -> None:
@@ -186,7 +199,7 @@ class DockerCluster(ContainerAbilities):
         for i, (name, port) in enumerate(zip(self.node_names, client_ports, strict=True)):
             _publish(spec, CLIENT_PROXY_BASE + i + 1, port)
             self._client_ports[name] = port
-        if self.group.is_active_passive:  # the virtual address: CLIENT_PROXY_BASE itself
+        if self.has_manager:  # the virtual address: CLIENT_PROXY_BASE itself
             self._vip_port = self._take_ports(1)[0]
             _publish(spec, CLIENT_PROXY_BASE, self._vip_port)
         spec.start()
@@ -207,7 +220,7 @@ class DockerCluster(ContainerAbilities):
 
     def _plan(self) -> None:
         _, subnet = self._networks()
-        names = self.node_names
+        names = self._brokers
         ports = self._take_ports(2 * len(names))
         host_plans: list[NodePlan] = []
         for i, name in enumerate(names):
@@ -227,13 +240,15 @@ class DockerCluster(ContainerAbilities):
         for link in self.links:
             if not link.is_client:
                 peers[link.source][link.dest] = f"{subnet.toxiproxy}:{self._listen_port(link)}"
+        members = len(self.node_names)
         self.plan = ClusterPlan(
             group=GROUP,
-            nodes=tuple(host_plans),
+            nodes=tuple(host_plans[:members]),
             durability=self.durability,
             peer_addresses=peers,
             settings=self.group,
             spares=self.topology.spares,
+            witnesses=tuple(host_plans[members:]),
         )
 
     def _create_proxies(self) -> None:
@@ -242,12 +257,12 @@ class DockerCluster(ContainerAbilities):
         assert self.toxiproxy is not None
         _, subnet = self._networks()
         for link in self.links:
-            dest = subnet.node(self.node_names.index(link.dest))
+            dest = subnet.node(self._brokers.index(link.dest))
             port = AMQP_PORT if link.is_client else REPLICATION_PORT
             self.proxies[link.name] = self.toxiproxy.create(
                 link.name, f"0.0.0.0:{self._listen_port(link)}", f"{dest}:{port}"
             )
-        if self.group.is_active_passive:
+        if self.has_manager:
             upstream = self._vip_upstream(self.node_names[0])
             self.proxies[VIP] = self.toxiproxy.create(VIP, f"0.0.0.0:{CLIENT_PROXY_BASE}", upstream)
 
@@ -264,11 +279,17 @@ class DockerCluster(ContainerAbilities):
         assert self.plan is not None
         # The same plan as the containers see it: fixed ports, data on /data.
         nodes = tuple(container_node_plan(p.name, p.node_dir) for p in self.plan.nodes)
-        inside = replace(self.plan, nodes=nodes)
+        witnesses = tuple(container_node_plan(p.name, p.node_dir) for p in self.plan.witnesses)
+        inside = replace(self.plan, nodes=nodes, witnesses=witnesses)
         _, subnet = self._networks()
         address_of = {
-            name: f"{subnet.node(i)}:{REPLICATION_PORT}" for i, name in enumerate(self.node_names)
+            name: f"{subnet.node(i)}:{REPLICATION_PORT}" for i, name in enumerate(self._brokers)
         }
+        if self._by_name:  # where nothing listens: each peer's own rules lead to the proxy
+            address_of = {
+                name: f"{subnet.toxiproxy}:{ANNOUNCED_BASE + i + 1}"
+                for i, name in enumerate(self._brokers)
+            }
 
         def make(plan: NodePlan) -> NodeContainer:
             launch = self.target.container_launch(inside, inside.node(plan.name), address_of)
@@ -278,8 +299,21 @@ class DockerCluster(ContainerAbilities):
                 self.target,
                 self.events,
                 self.detached,
+                partial(self._redirect, plan.name) if self._by_name else None,
             )
 
+        for plan in self.plan.witnesses:  # beside the group, first; the run records none of them
+            launch = self.target.container_launch(inside, inside.node(plan.name), address_of)
+            witness = NodeContainer(
+                plan,
+                partial(self._create_node, plan, launch),
+                self.target,
+                NoEvents(),
+                self.detached,
+                partial(self._redirect, plan.name) if self._by_name else None,
+            )
+            self.witnesses[plan.name] = witness
+            witness.start()
         self._start_in_order(make)
 
     def _create_node(self, plan: NodePlan, launch: ContainerLaunch) -> Container:
@@ -290,11 +324,14 @@ class DockerCluster(ContainerAbilities):
                 labels=self.labels.for_role("node", plan.name),
                 init=True,
                 entrypoint=list(launch.command),
-                **networks.endpoint(subnet.node(self.node_names.index(plan.name)), plan.name),
+                **networks.endpoint(subnet.node(self._brokers.index(plan.name)), plan.name),
             )
             .with_volume_mapping(self._data_volume(plan.name), str(DATA_DIR), "rw")
             .with_copy_into_container(launch.config, launch.config_path, mode=0o600)  # a secret
         )
+        if launch.shared_dir is not None:
+            assert self.volumes is not None
+            spec = spec.with_volume_mapping(self.volumes.shared, launch.shared_dir, "rw")
         _publish(spec, AMQP_PORT, plan.amqp_port)
         _publish(spec, MANAGEMENT_PORT, plan.management_port)
         spec.start()
@@ -302,11 +339,21 @@ class DockerCluster(ContainerAbilities):
         networks.join_edge(container.id)
         return container
 
+    def _redirect(self, name: str, pid: int) -> None:
+        """In node `name`'s namespace, each peer's announced address to their pair's proxy."""
+        _, subnet = self._networks()
+        pairs = {
+            ANNOUNCED_BASE + self._brokers.index(link.dest) + 1: self._listen_port(link)
+            for link in self.links
+            if not link.is_client and link.source == name
+        }
+        redirect(pid, subnet.toxiproxy, pairs)
+
     def stop(self) -> None:
         """Stop the manager and every node, then remove every container, network and volume
         of the run (what resists is left for the reaper, which the next lab command runs)."""
         self._stop_manager()
-        for node in self.nodes.values():
+        for node in (*self.nodes.values(), *self.witnesses.values()):
             with contextlib.suppress(LabError, APIError, OSError):
                 node.stop()
         if self._client is None:
@@ -329,57 +376,6 @@ class DockerCluster(ContainerAbilities):
     def client_urls(self) -> list[str]:
         """The AMQP address of each node through its client proxy, in node order."""
         return [f"amqp://{HOST}:{self._client_ports[n]}" for n in self.node_names]
-
-    def _run_full_gc(self, name: str, target: JvmTarget) -> str:
-        """docker exec in the node's container."""
-        node = self.node(name)
-        command = target.full_gc_command(None)
-        if node.container is None:
-            raise ClusterError(f"node {name} has no container")
-        try:
-            code, output = node.container.exec_run(command)
-        except APIError as exc:
-            raise ClusterError(f"{' '.join(command)} in {self._name(name)}: {exc}") from exc
-        text = output.decode("utf-8", "replace").strip() if output else ""
-        if code != 0:
-            raise ClusterError(f"{' '.join(command)} in {self._name(name)}: {text}")
-        return text
-
-    # -- what `lab up` shows and records -----------------------------------------------------
-
-    def describe(self) -> dict[str, Any]:
-        """What `lab up` prints and saves: nodes with their client and management addresses."""
-        assert self.plan is not None
-        urls = self.client_urls()
-        return {
-            "nodes": [
-                {
-                    "name": plan.name,
-                    "amqp": url,
-                    "management": f"http://{HOST}:{plan.management_port}",
-                    "container": self._name(plan.name),
-                }
-                for plan, url in zip(self.plan.nodes, urls, strict=True)
-            ]
-        }
-
-    def pids(self) -> dict[str, int]:
-        """The containers' main processes as the engine's host sees them."""
-        found = {name: pid for name, node in self.nodes.items() if (pid := node.pid) is not None}
-        if self.toxiproxy_container is not None:
-            with contextlib.suppress(APIError, NotFound):
-                self.toxiproxy_container.reload()
-                pid = self.toxiproxy_container.attrs.get("State", {}).get("Pid")
-                if isinstance(pid, int) and pid > 0:
-                    found[TOXIPROXY] = pid
-        return found
-
-    def containers(self) -> dict[str, str]:
-        """Node (and `toxiproxy`) -> container name."""
-        found = {name: self._name(name) for name in self.nodes}
-        if self.toxiproxy_container is not None:
-            found[TOXIPROXY] = self._name(TOXIPROXY)
-        return found
 
 
 def _publish(spec: DockerContainer, container_port: int, host_port: int) -> None:

@@ -12,6 +12,8 @@
                      made like lab-base; built only when a JVM target is asked for
     lab-qpid-broker-j  containers/qpid-broker-j/Dockerfile on lab-jvm: Broker-J's unpacked
                      binary distribution (lab.targets.brokerj.distribution)
+    lab-artemis      containers/artemis/Dockerfile on lab-jvm: Artemis's unpacked binary
+                     distribution (lab.targets.artemis.distribution)
 
 Each image is tagged by a content hash of its inputs (`lab-broker-ref:3f2a…`), so a
 second build with the same inputs reuses it; each is also tagged `:current`, the name
@@ -101,11 +103,15 @@ def _plan(targets: Iterable[str]) -> tuple[list[tuple[ImageRef, tuple[str, ...]]
     if "broker_ref" in wanted:
         files = _broker_ref_files()
         layers.append(_Layer(_ref("broker_ref", "lab-broker-ref", files, base), files, base))
-    if "qpid-broker-j" in wanted:
-        jvm = ImageRef("jvm", "lab-jvm", _digest(_base_inputs(JVM_PACKAGES)))
+    jvm = ImageRef("jvm", "lab-jvm", _digest(_base_inputs(JVM_PACKAGES)))
+    if wanted & {"qpid-broker-j", "artemis"}:
         roots.append((jvm, JVM_PACKAGES))
+    if "qpid-broker-j" in wanted:
         files = _brokerj_files()
         layers.append(_Layer(_ref("qpid-broker-j", "lab-qpid-broker-j", files, jvm), files, jvm))
+    if "artemis" in wanted:
+        files = _artemis_files()
+        layers.append(_Layer(_ref("artemis", "lab-artemis", files, jvm), files, jvm))
     return roots, layers
 
 
@@ -185,6 +191,21 @@ def _brokerj_files() -> dict[str, Path]:
     if not dockerfile.is_file():
         raise SetupError(f"{dockerfile} is missing: the docker backend runs from a lab checkout")
     home = ensure_distribution().home
+    files = {"Dockerfile": dockerfile}
+    for path in sorted(home.rglob("*")):
+        if path.is_file():
+            files[f"home/{path.relative_to(home)}"] = path
+    return files
+
+
+def _artemis_files() -> dict[str, Path]:
+    """The Artemis image's context: its Dockerfile and the unpacked distribution."""
+    from lab.targets.artemis.distribution import ensure_distribution as artemis_distribution
+
+    dockerfile = _ROOT / "containers" / "artemis" / "Dockerfile"
+    if not dockerfile.is_file():
+        raise SetupError(f"{dockerfile} is missing: the docker backend runs from a lab checkout")
+    home = artemis_distribution().home
     files = {"Dockerfile": dockerfile}
     for path in sorted(home.rglob("*")):
         if path.is_file():

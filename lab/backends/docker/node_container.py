@@ -38,14 +38,17 @@ class NodeContainer:
         target: Target,
         events: Events,
         detached: bool,
+        on_start: Callable[[int], None] | None = None,
     ) -> None:
         self.plan = plan
+        self._on_start = on_start  # given the container's main process, after each start
         self.target = target
         self.events = events
         self.detached = detached
         self.container: Container | None = None
         self._ending = False  # the lab is ending the container (kill, stop)
         self.paused = False
+        self.starts = 0
         self._create = create
         self._reader: threading.Thread | None = None
         self.log_path: Path = plan.node_dir / "broker.log"
@@ -92,6 +95,12 @@ class NodeContainer:
             except (APIError, RequestException) as exc:
                 raise ClusterError(f"node {self.name}: docker start failed: {exc}") from exc
         self.paused = False
+        self.starts += 1
+        if self._on_start is not None:
+            pid = self.pid
+            if pid is None:
+                raise ClusterError(f"node {self.name}: its container stopped as it started")
+            self._on_start(pid)
         if not self.detached:
             since = self._started_at()
             self._reader = threading.Thread(

@@ -1,4 +1,5 @@
-"""Each node's data: a size-limited tmpfs volume, held by the run's `volumes` container.
+"""Each node's data: a size-limited tmpfs volume, held by the run's `volumes` container; and
+one small folder the run's nodes may share (`shared`: a file lock of a primary and its backups).
 
 A tmpfs volume is unmounted, and its files lost, when no container uses it; the
 `volumes` container (no network, `sleep infinity`) keeps every node's volume
@@ -35,6 +36,11 @@ class RunVolumes:
     def name(self, node: str) -> str:
         return f"{self.prefix}-{node}-data"
 
+    @property
+    def shared(self) -> str:
+        """The run's one folder every node may mount (a file lock its nodes share)."""
+        return f"{self.prefix}-shared"
+
     def create(
         self, nodes: tuple[str, ...], labels: dict[str, str], node_labels: dict[str, dict[str, str]]
     ) -> None:
@@ -47,6 +53,13 @@ class RunVolumes:
                 labels=node_labels[node],
             )
             mounts[self.name(node)] = {"bind": f"{_MOUNT}/{node}", "mode": "rw"}
+        self.client.volumes.create(
+            self.shared,
+            driver="local",
+            driver_opts={"type": "tmpfs", "device": "tmpfs", "o": "size=4m"},
+            labels=labels,
+        )
+        mounts[self.shared] = {"bind": f"{_MOUNT}/.shared", "mode": "rw"}
         self.keeper = self.client.containers.run(
             self.image,
             ["sleep", "infinity"],

@@ -24,11 +24,23 @@ from lab.ground.nodes import ClusterPlan, NodePlan
 from lab.ground.ports import HOST, require_free
 from lab.ground.spec import Durability, GroupSettings, Topology
 from lab.ground.topology import Link, client_link, links_for, split_node_link
-from lab.targets.protocol import JvmTarget, Target, run_command
+from lab.manager.observer import NodeStates
+from lab.targets.protocol import (
+    DialsPeersByName,
+    JvmTarget,
+    Target,
+    pair_address,
+    run_command,
+    witnesses_of,
+)
 
 __all__ = ["ProcessCluster"]
 
 GROUP = "lab"
+
+
+def _first_link_into(links: tuple[Link, ...], dest: str) -> Link:
+    return next(link for link in links if not link.is_client and link.dest == dest)
 
 
 class ProcessCluster(ManagedCluster[NodeProcess]):
@@ -58,14 +70,18 @@ class ProcessCluster(ManagedCluster[NodeProcess]):
         self.group = group or GroupSettings()
         self.target = target
         self.work_dir = work_dir.resolve()
-        self.events: Events = events or NoEvents()
+        self.events: Events = NodeStates(events or NoEvents())  # each node's last role
         self.detached = detached
         self._toxiproxy_port = toxiproxy_port
         self.toxiproxy_proc: subprocess.Popen[bytes] | None = None
         self.toxiproxy: ToxiproxyClient | None = None
-        self.links: tuple[Link, ...] = links_for(topology.node_names, target.proxied_peer_links)
+        self.witness_names = witnesses_of(target, self.group)
+        self.links: tuple[Link, ...] = links_for(
+            topology.node_names, target.proxied_peer_links, self.witness_names
+        )
         self.proxies: dict[str, ProxyInfo] = {}
         self.nodes: dict[str, NodeProcess] = {}
+        self.witnesses: dict[str, NodeProcess] = {}
         self.plan: ClusterPlan | None = None
         self._reserved: list[int] = []
         # Size-limited data disks, only for a run whose schedule fills one (J12): as root.
@@ -75,6 +91,8 @@ class ProcessCluster(ManagedCluster[NodeProcess]):
             not target.proxied_peer_links and not detached and peer_filter_refusal() is None
         )
         self.peer_filter: PeerFilter | None = None
+        # A target whose nodes dial a peer at the one address it announces (Artemis).
+        self._by_name = isinstance(target, DialsPeersByName) and target.dials_peers_by_name
 
     # -- life cycle ---------------------------------------------------------------------------
 
@@ -108,7 +126,7 @@ class ProcessCluster(ManagedCluster[NodeProcess]):
 
     def _plan_and_proxy(self) -> None:
         assert self.toxiproxy is not None
-        names = self.topology.node_names
+        names = (*self.topology.node_names, *self.witness_names)
         ports = self._take_ports(3 * len(names) + len(self.links))
         if self.filters_peer_links:
             self.peer_filter = PeerFilter()
@@ -138,21 +156,27 @@ class ProcessCluster(ManagedCluster[NodeProcess]):
         for link, listen_port in zip(self.links, listen_ports, strict=True):
             dest = by_name[link.dest]
             upstream_port = dest.amqp_port if link.is_client else dest.replication_port
-            info = self.toxiproxy.create(
-                link.name, f"{HOST}:{listen_port}", f"{HOST}:{upstream_port}"
-            )
+            listen = f"{HOST}:{listen_port}"
+            if not link.is_client and self._by_name:
+                # every proxy into a node on one port, each pair at its own address
+                into = listen_ports[self.links.index(_first_link_into(self.links, link.dest))]
+                pair = pair_address(names.index(link.source) + 1, names.index(link.dest) + 1)
+                listen = f"{pair}:{into}"
+            info = self.toxiproxy.create(link.name, listen, f"{HOST}:{upstream_port}")
             self.proxies[link.name] = info
             if not link.is_client:
                 peers[link.source][link.dest] = info.listen
+        members = len(self.topology.node_names)
         self.plan = ClusterPlan(
             group=GROUP,
-            nodes=tuple(node_plans),
+            nodes=tuple(node_plans[:members]),
             durability=self.durability,
             peer_addresses=peers,
             settings=self.group,
             spares=self.topology.spares,
+            witnesses=tuple(node_plans[members:]),
         )
-        if self.group.is_active_passive:
+        if self.has_manager:
             self._vip_port = self._take_ports(1)[0]
             self.proxies[VIP] = self.toxiproxy.create(
                 VIP, f"{HOST}:{self._vip_port}", self._vip_upstream(names[0])
@@ -187,13 +211,18 @@ class ProcessCluster(ManagedCluster[NodeProcess]):
                 command = self.peer_filter.wrap(plan.name, command)
             return NodeProcess(plan, command, self.target, self.events, self.detached)
 
+        for plan in cluster.witnesses:  # beside the group, first; the run records none of them
+            command = self.target.command(cluster, plan)
+            witness = NodeProcess(plan, command, self.target, NoEvents(), self.detached)
+            self.witnesses[plan.name] = witness
+            witness.start()
         self._start_in_order(make)
 
     def stop(self) -> None:
         """Stop the manager, every node and Toxiproxy; never raises for what is already gone."""
         self._stop_manager()
         asked = []
-        for node in self.nodes.values():
+        for node in (*self.nodes.values(), *self.witnesses.values()):
             with contextlib.suppress(OSError, LabError):
                 if node.ask_to_stop():
                     asked.append(node)
@@ -288,7 +317,8 @@ class ProcessCluster(ManagedCluster[NodeProcess]):
         }
 
     def pids(self) -> dict[str, int]:
-        found = {name: node.pid for name, node in self.nodes.items() if node.pid is not None}
+        every = {**self.nodes, **self.witnesses}
+        found = {name: node.pid for name, node in every.items() if node.pid is not None}
         if self.toxiproxy_proc is not None:
             found["toxiproxy"] = self.toxiproxy_proc.pid
         return found

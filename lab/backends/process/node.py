@@ -31,6 +31,7 @@ class NodeProcess:
         self.detached = detached
         self.proc: subprocess.Popen[bytes] | None = None
         self.paused = False
+        self.starts = 0
         self._ending = False  # the lab is ending the process (kill, stop)
         self._reader: threading.Thread | None = None
         self.log_path: Path = plan.node_dir / "broker.log"
@@ -76,6 +77,7 @@ class NodeProcess:
                 )
                 self._reader.start()
         self.paused = False
+        self.starts += 1
         self.events.emit("node.start", self.plan.name, pid=self.proc.pid)
 
     def _read_log(self, stream: IO[bytes]) -> None:

@@ -1,0 +1,337 @@
+"""Apache ActiveMQ Artemis as a target: a JVM per broker, a primary replicating its journal to
+a backup (Artemis's replication HA policy), in active-passive mode only.
+
+The first node is the primary, every other a backup of the same group; Artemis decides by
+itself which broker is active (a lock manager, or a quorum vote of other primaries), so the
+lab's cluster manager stays out of its runs and the cluster only watches (lab.manager.observer).
+
+Every broker→broker connection runs through its pair's Toxiproxy proxy: on local processes a
+broker announces a name (`lab-n1:<port>`), and each broker's JVM resolves its peers' names
+through a hosts file of its own to the proxy of that pair; in containers a broker announces an
+address on Toxiproxy where nothing listens, and each peer's network namespace sends what it
+dials there to the pair's proxy (lab.backends.docker.node_redirect). Clients reach each broker
+through its client proxy, as for every target. The broker's state is read over Jolokia
+(lab.targets.artemis.jolokia); two of its log lines say when it took a role.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import shlex
+import shutil
+import tarfile
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+
+from lab.ground.errors import ClusterError, SetupError
+from lab.ground.nodes import ClusterPlan, NodePlan, NodeStatus
+from lab.ground.ports import HOST
+from lab.ground.spec import GroupSettings, RunSpec
+from lab.targets.artemis.config import BrokerPlan, etc_files
+from lab.targets.artemis.distribution import VERSION, Distribution, ensure_distribution
+from lab.targets.artemis.jolokia import JolokiaClient
+from lab.targets.artemis.rules import check_plan, check_run, settings_of
+from lab.targets.artemis.settings import DEFAULTS
+from lab.targets.management import Credentials
+from lab.targets.protocol import ContainerLaunch, LogRecord, match_log_line
+
+__all__ = ["CONTAINER_HOME", "DEVIATIONS", "MAIN", "ArtemisTarget", "parse_artemis_line"]
+
+CONTAINER_HOME = "/opt/artemis"
+CONTAINER_INSTANCE = "/var/lib/artemis"
+CONTAINER_LOCKS = "/locks"  # the run's shared folder: the pair's file lock
+ETC_TAR = f"{CONTAINER_INSTANCE}/etc.tar"
+MAIN = "org.apache.activemq.artemis.boot.Artemis"
+# Start-up first: with the client compiler alone and the serial collector a broker and its
+# web console start in about half the time on two busy cores (10 s instead of 20-30 s at a
+# load average of 20); the lab's loads are a few hundred messages a second.
+JVM_OPTIONS = ("-Xms64m", "-Xmx320m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
+DEVIATIONS = Path(__file__).resolve().parent / "deviations.toml"
+PAIR_NAME = "lab-{node}"  # the name a broker announces and its peers dial it by
+
+# 2026-11-26T06:23:16.289 INFO  [n1] [org.apache.activemq.artemis.core.server] AMQ221007: Server …
+_LINE = re.compile(r"^(\S+) (\w+)\s+\[([^\]\s]+)\] \[[^\]]*\] (AMQ\d{6}): (.*)$")
+
+
+# Events Artemis logs that broker_ref logs too, read as broker_ref's code for the same event
+# (broker_ref/oplog.py), each by the exact words Artemis writes. A backup refused by its
+# primary's cluster credentials logs the refusal on the line of the exception it stops on;
+# its primary logs nothing (REF-2013, a primary's "Authentication failed", is never seen).
+LAB_EVENTS = {
+    "REF-2012": re.compile(r"^\S*ActiveMQClusterSecurityException: (AMQ229099: .*)$"),
+}
+LAB_CODES = frozenset({"REF-2012", "REF-2013"})
+# Lines that are their broker taking a role (and an HA status), at the moment it does: a
+# broker's web console (its Jolokia) may answer only seconds later, after a failback is over.
+TAKEN: dict[str, tuple[str, str | None]] = {
+    "AMQ221007": ("MASTER", None),  # Server is now active
+    "AMQ221024": ("REPLICA", "ready"),  # Backup server … is synchronized with primary server
+}
+
+
+def parse_artemis_line(line: str) -> LogRecord | None:
+    """A console line with an Artemis code (AMQ221007 …) as a record, or one of LAB_EVENTS
+    read as broker_ref's code; None for other lines."""
+    record = match_log_line(_LINE, line)
+    if record is not None:
+        taken = TAKEN.get(record.code)
+        return (
+            record if taken is None else replace(record, took_role=taken[0], took_status=taken[1])
+        )
+    for code, pattern in LAB_EVENTS.items():
+        found = pattern.match(line.rstrip("\n"))
+        if found is not None:
+            return LogRecord("", "ERROR", "", code, found.group(1))
+    return None
+
+
+def _java_command(home: str, instance: str, etc: str, data: str, hosts: bool) -> list[str]:
+    command = [
+        "java",
+        *JVM_OPTIONS,
+        f"-Djava.security.auth.login.config={etc}/login.config",
+        "-Dhawtio.realm=activemq",
+        "-Dhawtio.offline=true",
+        "-Dhawtio.roles=amq",
+        "-Dhawtio.rolePrincipalClasses="
+        "org.apache.activemq.artemis.spi.core.security.jaas.RolePrincipal",
+        f"-Djolokia.policyLocation=file:{etc}/jolokia-access.xml",
+        "-Dlog4j2.disableJmx=true",
+        f"-Dlog4j2.configurationFile={etc}/log4j2.properties",
+        "--add-opens",
+        "java.base/jdk.internal.misc=ALL-UNNAMED",
+    ]
+    if hosts:
+        command.append(f"-Djdk.net.hosts.file={etc}/hosts")
+    return [
+        *command,
+        "-classpath",
+        f"{home}/lib/artemis-boot.jar",
+        f"-Dartemis.home={home}",
+        f"-Dartemis.instance={instance}",
+        f"-Dartemis.instance.etc={etc}",
+        f"-Djava.io.tmpdir={instance}/tmp",
+        f"-Ddata.dir={data}",
+        MAIN,
+        "run",
+    ]
+
+
+def _write_etc(plan: BrokerPlan, web: bool = True) -> dict[str, str]:
+    files = etc_files(plan, web)
+    plan.etc_dir.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (plan.etc_dir / name).write_text(text, encoding="utf-8")
+    return files
+
+
+def _tar(files: Mapping[str, str]) -> bytes:
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w") as archive:
+        for name, text in sorted(files.items()):
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), 0o600
+            archive.addfile(info, io.BytesIO(data))
+    return out.getvalue()
+
+
+def named_peers(cluster: ClusterPlan, node: NodePlan) -> tuple[str, dict[str, str], dict[str, str]]:
+    """On local processes: what `node` announces (`lab-<node>:<port>`, the port its peers'
+    proxies to it listen on), each peer as it dials it, and its hosts file (each peer's name
+    to the loopback address of their pair's proxy)."""
+    mine = cluster.peer_addresses.get(node.name, {})
+    ports = {
+        addr.rpartition(":")[2]
+        for peers in cluster.peer_addresses.values()
+        for peer, addr in peers.items()
+        if peer == node.name
+    }
+    if len(ports) > 1:
+        raise ClusterError(f"{node.name}'s peers dial it at different ports: {sorted(ports)}")
+    own_port = ports.pop() if ports else str(node.replication_port)
+    hosts = {PAIR_NAME.format(node=node.name): HOST}
+    peers: dict[str, str] = {}
+    for peer, addr in mine.items():
+        host, _, port = addr.rpartition(":")
+        hosts[PAIR_NAME.format(node=peer)] = host
+        peers[peer] = f"{PAIR_NAME.format(node=peer)}:{port}"
+    return f"{PAIR_NAME.format(node=node.name)}:{own_port}", peers, hosts
+
+
+class ArtemisTarget:
+    """`artemis`: Artemis's own binary distribution, unmodified; its configuration written
+    by the lab (lab.targets.artemis.config)."""
+
+    name = "artemis"
+    ready_timeout_s = 300.0  # JVMs, web consoles, a backup's first copy: 90 s at a load of 50
+    # A backup activates 1-2 s after it finds its primary gone (it loads its journal and
+    # opens its acceptors) at a load average of 20 on two cores, 7-10.4 s at 40-50 (the
+    # machine these allowances were set on, shared); clients then reconnect.
+    election_allowance_s = 12.0
+    # A JVM and its web console start in 8-10 s on two cores at a load average of 20, and
+    # then load the journal before serving; at a load average of 45-50 a restarted primary
+    # took 22 s to look for its backup (and failback needs a copy of the journal after it).
+    restart_allowance_s = 45.0
+    data_disk_mb = 256
+    proxied_peer_links = True  # each pair's proxy, reached by name (see the module's note)
+    founded_by_first_node = True  # the primary first; the backups pair with it
+    deviations_file = DEVIATIONS
+    lab_codes = LAB_CODES
+    activates_itself = True
+    dials_peers_by_name = True
+    setting_defaults = DEFAULTS
+    credentials = Credentials()
+
+    def __init__(self, version: str = VERSION) -> None:
+        self.version = version
+        self._distribution: Distribution | None = None
+
+    @property
+    def distribution(self) -> Distribution:
+        if self._distribution is None:
+            self._distribution = ensure_distribution(self.version)
+        return self._distribution
+
+    def prepare(self) -> None:
+        """Fetch and unpack the distribution now (on first use), not while brokers start."""
+        _ = self.distribution
+
+    def check(self, cluster: ClusterPlan) -> None:
+        check_plan(cluster)
+
+    def check_run(self, spec: RunSpec) -> None:
+        """Refuse, before anything starts, what Artemis cannot express (a UsageError)."""
+        check_run(spec)
+
+    def group_ready(self, statuses: Mapping[str, NodeStatus | None], brokers: int) -> bool:
+        """Every running broker answers, one is active and, in a cluster of more than one,
+        one backup is in sync with it (a primary replicates to one backup; the others wait
+        to pair, and one that stopped itself is not waited for)."""
+        roles = [s.role if s is not None else None for s in statuses.values()]
+        if roles.count("MASTER") != 1 or None in roles:
+            return False
+        return brokers == 1 or "REPLICA" in roles
+
+    # -- local processes -----------------------------------------------------------------------
+
+    def witnesses(self, settings: GroupSettings) -> tuple[str, ...]:
+        """Quorum voting: the voters, `voters` primary/backup pairs beside the group
+        (v1 primary and v2 its backup, v3 and v4 …); none with a lock manager."""
+        if not settings.is_active_passive:
+            return ()
+        found = settings_of(settings)
+        return tuple(f"v{i}" for i in range(1, 2 * found.voters + 1)) if found.quorum else ()
+
+    def _plan(self, cluster: ClusterPlan, node: NodePlan, **where: object) -> BrokerPlan:
+        settings = settings_of(cluster.settings)
+        timings = cluster.settings.active_passive
+        password = timings.password_of(node.name) if timings.ha_auth else timings.ha_password
+        primary, group = node.name == cluster.members[0], cluster.group
+        if cluster.is_witness(node.name):  # v1 primary, v2 its backup, …: a pair each
+            number = int(node.name[1:])
+            primary, group = number % 2 == 1, f"{cluster.group}-voters-{(number + 1) // 2}"
+            password = timings.ha_password
+        return BrokerPlan(
+            name=node.name,
+            primary=primary,
+            group=group,
+            cluster_password=password,
+            settings=settings,
+            timings=timings,
+            management_user=self.credentials.user,
+            management_password=self.credentials.password,
+            **where,  # type: ignore[arg-type]
+        )
+
+    def command(self, cluster: ClusterPlan, node: NodePlan) -> list[str]:
+        check_plan(cluster)
+        if shutil.which("java") is None:
+            raise SetupError("Artemis needs a Java runtime: install openjdk-17-jdk-headless")
+        advertised, peers, hosts = named_peers(cluster, node)
+        locks = node.node_dir.parent.parent / "locks"
+        locks.mkdir(parents=True, exist_ok=True)
+        plan = self._plan(
+            cluster,
+            node,
+            data_dir=node.data_dir,
+            etc_dir=node.node_dir / "etc",
+            bind_host=HOST,
+            amqp_port=node.amqp_port,
+            cluster_port=node.replication_port,
+            http_port=node.management_port,
+            advertised=advertised,
+            peers=peers,
+            locks_dir=locks,
+            hosts=hosts,
+        )
+        _write_etc(plan, web=not cluster.is_witness(node.name))
+        node.data_dir.mkdir(parents=True, exist_ok=True)
+        (node.node_dir / "tmp").mkdir(exist_ok=True)
+        home = str(self.distribution.home)
+        return _java_command(home, str(node.node_dir), str(plan.etc_dir), str(node.data_dir), True)
+
+    # -- containers ----------------------------------------------------------------------------
+
+    def container_launch(
+        self, cluster: ClusterPlan, node: NodePlan, address_of: dict[str, str]
+    ) -> ContainerLaunch:
+        """The broker announces the address `address_of` gives it, and dials its peers at
+        theirs (the Docker backend sends each to the pair's proxy); its etc folder goes in as
+        one tar the command unpacks (a copy is kept in the run folder); the file lock's folder
+        is the run's shared one."""
+        check_plan(cluster)
+        etc = f"{CONTAINER_INSTANCE}/etc"
+        plan = self._plan(
+            cluster,
+            node,
+            data_dir=node.data_dir,
+            etc_dir=Path(etc),
+            bind_host="0.0.0.0",
+            amqp_port=node.amqp_port,
+            cluster_port=node.replication_port,
+            http_port=node.management_port,
+            advertised=address_of[node.name],
+            peers={p: a for p, a in address_of.items() if p != node.name},
+            locks_dir=Path(CONTAINER_LOCKS),
+        )
+        files = etc_files(plan, web=not cluster.is_witness(node.name))
+        kept = node.node_dir / "etc"
+        kept.mkdir(parents=True, exist_ok=True)
+        for name, text in files.items():
+            (kept / name).write_text(text, encoding="utf-8")
+        java = _java_command(CONTAINER_HOME, CONTAINER_INSTANCE, etc, str(node.data_dir), False)
+        script = (
+            f"mkdir -p {etc} {CONTAINER_INSTANCE}/tmp && tar -xf {ETC_TAR} -C {etc} "
+            f"&& exec {shlex.join(java)}"
+        )
+        return ContainerLaunch(_tar(files), ETC_TAR, ("sh", "-c", script), CONTAINER_LOCKS)
+
+    def full_gc_command(self, pid: int | None) -> list[str]:
+        return ["jcmd", str(pid) if pid is not None else MAIN, "GC.run"]
+
+    # -- management and logs -------------------------------------------------------------------
+
+    def jolokia(self, node: NodePlan, timeout_s: float = 5.0) -> JolokiaClient:
+        return JolokiaClient(
+            f"http://{HOST}:{node.management_port}", node.name, self.credentials, timeout_s
+        )
+
+    def status(self, node: NodePlan, timeout_s: float = 1.0) -> NodeStatus | None:
+        try:
+            state = self.jolokia(node, timeout_s).state()
+        except ClusterError:
+            return None
+        if state is None:
+            return None
+        return NodeStatus(
+            name=node.name,
+            role=state.role,
+            queue_depths=dict(state.queue_depths),
+            ha_status=state.ha_status,
+        )
+
+    def parse_log_line(self, line: str) -> LogRecord | None:
+        return parse_artemis_line(line)
