@@ -3,13 +3,15 @@ Apache ActiveMQ Artemis: a lock manager or a quorum vote decides which broker is
 cluster manager promotes one, none moves a virtual address, the lab only watches).
 
 Each is the same situation as its C++ twin (active_passive.py, active_passive_operators.py)
-with the prediction the C++ broker's "Active-Passive Messaging Clusters" makes of it once the
-brokers themselves do what its cluster manager does: only a ready backup may become the
-primary, clients fail over and re-send, the acknowledged survives, and a network partition or
-a hung broker must never leave two primaries (the document's "Fencing and network
-partitions": one side only goes on). Bounds come from the settings these runs give the brokers: the link heartbeat is
-1 s and a broker is dead to its peers after twice it (Artemis's connection-ttl), plus the
-target's election allowance (its activation), which the judge adds.
+with the prediction the C++ broker's "Active-Passive Messaging Clusters" makes of it once
+the brokers themselves do what its cluster manager does: only a ready backup may become the
+primary, clients fail over and re-send, the acknowledged survives, and a network partition
+or a hung broker must never leave two primaries (the document's "Fencing and network
+partitions": one side only goes on). Bounds come from the settings these runs give the
+brokers: the link heartbeat is 1 s and a broker is dead to its peers after twice it
+(Artemis's connection-ttl), plus the target's election allowance (its activation), which the
+judge adds.
+
 
 C5 (a backup promoted by hand) and C7 (a queue left unreplicated) have no variant: such a
 target refuses them before anything starts. The scenario `replication-partition` cuts the

@@ -79,7 +79,14 @@ class Kind:
     weight: float
     draw: Callable[[RunSpec, random.Random, bool], Draw]  # (spec, rng, selectors)
     needs: Literal[
-        "", "proxied_peer_links", "cut_peer_links", "one_way", "jvm", "hosts", "hosts_jvm", "manager"
+        "",
+        "proxied_peer_links",
+        "cut_peer_links",
+        "one_way",
+        "jvm",
+        "hosts",
+        "hosts_jvm",
+        "manager",
     ] = ""
 
 

@@ -4,10 +4,12 @@ of every active-passive cluster (the lab's cluster manager, or brokers that acti
 themselves).
 
 The C++ broker's "Active-Passive Messaging Clusters" ("Fencing and network partitions")
-leaves partitions to the cluster's quorum and fencing: the two sides cannot tell a dead peer from a cut one, so they must
-not each declare a primary and serve; only one side may go on. Its "Avoiding message loss":
-the primary acknowledges only what every backup it counts holds, and a backup it no longer
-hears is dropped after twice the link heartbeat, the senders held meanwhile.
+leaves partitions to the cluster's quorum and fencing: the two sides cannot tell a dead peer
+from a cut one, so they must not each declare a primary and serve; only one side may go on.
+Its "Avoiding message loss": the primary acknowledges only what every backup it counts
+holds, and a backup it no longer hears is dropped after twice the link heartbeat, the
+senders held meanwhile.
+
 
 Two brokers, producers spread (p2 tries n2 first), consumers only at the end (what a second
 primary took waits there to be found). Halfway through the partition the clients lose n1 for

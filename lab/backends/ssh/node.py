@@ -65,6 +65,7 @@ class HostNode:
         self.detached = detached
         self.pid: int | None = None
         self.paused = False
+        self.starts = 0  # how many times it was started
         self._alive = False
         self._ending = False
         self._follower: Follower | None = None
@@ -97,6 +98,7 @@ class HostNode:
         if not out.isdigit():
             raise ClusterError(f"node {self.plan.name} on host {self.host} did not start: {out}")
         self.pid = int(out)
+        self.starts += 1
         self._alive = True
         self.paused = False
         if not self.detached:
