@@ -4,6 +4,7 @@
     ├── UsageError                bad arguments: an unknown scenario, a bad seed, a bad option
     ├── InputError                a file the lab was given cannot be read (names file and line)
     ├── SetupError                something the lab needs is missing (Toxiproxy, Go, a package)
+    ├── PluginError               an installed package's scenario or target (entry point) is wrong
     └── ClusterError              the cluster could not be started or reached
         └── PortClashError        a port the lab was told to use is taken
 
@@ -16,6 +17,7 @@ __all__ = [
     "ClusterError",
     "InputError",
     "LabError",
+    "PluginError",
     "PortClashError",
     "SetupError",
     "UsageError",
@@ -36,6 +38,11 @@ class InputError(LabError):
 
 class SetupError(LabError):
     """Something the lab needs is not installed or cannot be found."""
+
+
+class PluginError(LabError):
+    """An entry point of an installed package (`lab.scenarios`, `lab.targets`) cannot be
+    loaded, or names something that is not a scenario or a target; the message names it."""
 
 
 class ClusterError(LabError):

@@ -28,6 +28,8 @@ __all__ = [
     "NoTarget",
     "RestManagement",
     "Target",
+    "Versioned",
+    "missing_members",
     "parse_oplog_line",
     "run_command",
     "traits_of",
@@ -136,6 +138,14 @@ class Target(Protocol):
     def parse_log_line(self, line: str) -> LogRecord | None:
         """One operational-log line as a record with its code, or None."""
         ...
+
+
+def missing_members(target: object) -> list[str]:
+    """The members of `Target` an object lacks (for a target from outside the lab)."""
+    members = set(Target.__annotations__) | {
+        k for k, v in vars(Target).items() if callable(v) and not k.startswith("_")
+    }
+    return sorted(m for m in members if not hasattr(target, m))
 
 
 class NoTarget:
@@ -248,13 +258,30 @@ class ReadsLabCodes(Protocol):
     def lab_codes(self) -> frozenset[str]: ...
 
 
+@runtime_checkable
+class Versioned(Protocol):
+    """A target whose version is chosen (`--target NAME@VERSION`): the one its nodes run,
+    fetched on first use, and the one it runs when none is named."""
+
+    @property
+    def version(self) -> str: ...
+
+    @property
+    def default_version(self) -> str: ...
+
+
 def traits_of(target: Target) -> TargetTraits:
     """What a run needs to know of the target besides how to start it (lab.ground.nodes)."""
     declared = target.deviations_file if isinstance(target, DeclaresDeviations) else None
+    version, default = (
+        (target.version, target.default_version) if isinstance(target, Versioned) else (None, None)
+    )
     return TargetTraits(
         target.name,
         target.election_allowance_s,
         target.restart_allowance_s,
         None if declared is None else str(declared),
         target.lab_codes if isinstance(target, ReadsLabCodes) else frozenset(),
+        version=version,
+        default_version=default,
     )
