@@ -90,6 +90,15 @@ class TargetTraits:
     # broker_ref's own codes (REF-) this target's log lines are read as: events it logs
     # without a code of its own (lab.targets.brokerj.target's LAB_EVENTS)
     lab_codes: frozenset[str] = frozenset()
+    # The version the nodes run, and the target's default one (None: a target without
+    # versions to choose from, as broker_ref, part of the lab).
+    version: str | None = None
+    default_version: str | None = None
+
+    @property
+    def chosen_version(self) -> str | None:
+        """The version a run's spec records: None at the target's default."""
+        return None if self.version == self.default_version else self.version
 
 
 BROKER_REF_TRAITS = TargetTraits()  # the target the predictions' bounds are set for

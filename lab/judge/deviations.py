@@ -5,7 +5,8 @@ declared as data (one TOML file per target, in the target's folder), and recogni
     Observation.gather(verdict, check, metrics, events, folder, needles) → Observation
     assess(declared, observation, source) → DeviationOutcome | None
 
-A declaration names its scenario (and, optionally, the backends and modes it was seen on),
+A declaration names its scenario (and, optionally, the backends, modes and target versions
+it was seen on: `versions = ["9.2.1"]`; a run at another version is not matched by it),
 what the documents predict, what was observed, the evidence and the command that shows it,
 and a matcher over the run's judgement, a small vocabulary:
 
@@ -208,12 +209,16 @@ class Deviation:
     match: Matcher
     backends: tuple[str, ...] = ()  # empty: every backend
     modes: tuple[str, ...] = ()  # empty: every mode
+    versions: tuple[str, ...] = ()  # the target's versions it was seen on; empty: every one
 
-    def applies_to(self, scenario: str, backend: str, mode: str) -> bool:
+    def applies_to(
+        self, scenario: str, backend: str, mode: str, version: str | None = None
+    ) -> bool:
         return (
             self.scenario == scenario
             and (not self.backends or backend in self.backends)
             and (not self.modes or mode in self.modes)
+            and (not self.versions or version in self.versions)
         )
 
 
@@ -225,8 +230,10 @@ class Declarations:
     source: str
     deviations: tuple[Deviation, ...] = ()
 
-    def for_run(self, scenario: str, backend: str, mode: str) -> tuple[Deviation, ...]:
-        return tuple(d for d in self.deviations if d.applies_to(scenario, backend, mode))
+    def for_run(
+        self, scenario: str, backend: str, mode: str, version: str | None = None
+    ) -> tuple[Deviation, ...]:
+        return tuple(d for d in self.deviations if d.applies_to(scenario, backend, mode, version))
 
     def needles(self) -> tuple[str, ...]:
         """Every text some declaration looks for in the nodes' logs."""
@@ -294,7 +301,11 @@ def assess(
 # ---- the file --------------------------------------------------------------------------------
 
 _TOP = {"target", "deviation"}
-_FIELDS = {"id", "scenario", "predicted", "observed", "evidence", "command", "backends", "modes"}
+_FIELDS = {"id", "scenario", "predicted", "observed", "evidence", "command"} | {
+    "backends",
+    "modes",
+    "versions",
+}
 _REQUIRED = ("id", "scenario", "predicted", "observed", "evidence", "command")
 _MATCH = {"verdicts", "violations", "allow", "check", "longest_gap_s"} | {
     "codes_seen",
@@ -357,6 +368,7 @@ def _deviation(raw: Any, where: str) -> Deviation:
         match=_matcher(raw.get("match"), f"{where} ({raw['id']})"),
         backends=_strings(raw.get("backends", []), f"{where}.backends"),
         modes=_strings(raw.get("modes", []), f"{where}.modes"),
+        versions=_strings(raw.get("versions", []), f"{where}.versions"),
     )
 
 

@@ -4,7 +4,8 @@
     RunResult.judged(spec, judgement, reproduce).write(path)    a run that ended
     RunResult.failed(spec, error, reproduce).write(path)        a run that did not
 
-result.json holds: `v`, scenario, seed, target, backend, mode, verdict (held / broken /
+result.json holds: `v`, scenario, seed, target (and `target_version`, the version it ran,
+for a target that has versions), backend, mode, verdict (held / broken /
 unknown / deviation / interrupted), reasons and the kind of each violation (`violations`:
 `lost`, `two-masters` …; `error` for a run that did not finish), the prediction's text,
 the checker's result (docs/run-folder.md), the metrics, the command that reproduces the
@@ -88,12 +89,13 @@ class Judgement:
     verdict: Verdict
     declarations: Declarations | None = None
     observation: Observation | None = None
+    target_version: str | None = None  # the version the target ran (None: it has none)
 
     def deviation(self, scenario: str, backend: str, mode: str) -> DeviationOutcome | None:
         """The run against the target's deviations declared for it (None: none declared)."""
         if self.declarations is None or self.observation is None:
             return None
-        declared = self.declarations.for_run(scenario, backend, mode)
+        declared = self.declarations.for_run(scenario, backend, mode, self.target_version)
         return assess(declared, self.observation, self.declarations.source)
 
 
@@ -108,10 +110,10 @@ def judge_run(
     metrics = run_metrics(operations, observed)
     verdict = prediction.judge(check, observed, metrics, target, operations)
     if target.deviations is None:
-        return Judgement(prediction, check, metrics, verdict)
+        return Judgement(prediction, check, metrics, verdict, target_version=target.version)
     declared = load_declarations(Path(target.deviations))
     seen = Observation.gather(verdict, check, metrics, observed, events.parent, declared.needles())
-    return Judgement(prediction, check, metrics, verdict, declared, seen)
+    return Judgement(prediction, check, metrics, verdict, declared, seen, target.version)
 
 
 @dataclass(frozen=True)
@@ -174,6 +176,7 @@ class RunResult:
     replay: ReplayOf | None = None
     interrupted: Interruption | None = None
     deviation: DeviationOutcome | None = None
+    target_version: str | None = None
 
     @staticmethod
     def judged(
@@ -197,6 +200,7 @@ class RunResult:
             metrics=judgement.metrics,
             replay=replay,
             deviation=deviation,
+            target_version=judgement.target_version,
         )
 
     @staticmethod
@@ -216,6 +220,7 @@ class RunResult:
             violations=("error",),
             error=f"{type(error).__name__}: {error}",
             replay=replay,
+            target_version=spec.target_version,
         )
 
     @staticmethod
@@ -243,6 +248,9 @@ class RunResult:
             metrics=None if judgement is None else judgement.metrics,
             replay=replay,
             interrupted=how,
+            target_version=spec.target_version
+            if judgement is None
+            else (judgement.target_version or spec.target_version),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -251,6 +259,7 @@ class RunResult:
             "scenario": self.scenario,
             "seed": self.seed,
             "target": self.target,
+            **({} if self.target_version is None else {"target_version": self.target_version}),
             "backend": self.backend,
             "mode": self.mode,
             "verdict": self.verdict,

@@ -95,11 +95,17 @@ class NoCluster:
         return {}
 
 
+def _nothing_to_prepare() -> None:
+    return None
+
+
 @dataclass(frozen=True)
 class RunParts:
     """What a run is made of besides its spec: the scenario (its prediction), what the
-    target is like (its traits), and how to make the cluster."""
+    target is like (its traits), how to make the cluster, and what to fetch first (the
+    target's distribution at its version: before anything is written)."""
 
     scenario: Scenario
     target: TargetTraits
     cluster: ClusterFactory
+    prepare: Callable[[], None] = _nothing_to_prepare

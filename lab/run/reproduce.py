@@ -13,11 +13,12 @@ import shlex
 from dataclasses import replace
 from pathlib import Path
 
+from lab.ground.errors import LabError
 from lab.ground.nodes import TargetTraits
 from lab.ground.spec import RunSpec
 from lab.run.cluster import RunParts
 from scenarios.base import Scenario
-from scenarios.catalog import SCENARIOS
+from scenarios.catalog import scenario_named
 
 __all__ = ["LAB", "reproduce_command"]
 
@@ -27,6 +28,13 @@ LAB = ".venv/bin/lab"
 def _made_from_seed(spec: RunSpec, scenario: Scenario, target: TargetTraits) -> bool:
     made = scenario.spec(spec.seed, backend=spec.backend, target=target, durability=spec.durability)
     return replace(made, lab_version=spec.lab_version, git_revision=spec.git_revision) == spec
+
+
+def _registered(name: str) -> Scenario | None:
+    try:
+        return scenario_named(name)
+    except LabError:  # unknown, or its package's entry point is broken
+        return None
 
 
 def reproduce_command(spec: RunSpec, folder: Path, parts: RunParts | None = None) -> str:
@@ -40,15 +48,17 @@ def reproduce_command(spec: RunSpec, folder: Path, parts: RunParts | None = None
         return replay
     if scenario.name != spec.scenario or target.name != spec.target:
         return replay
+    base = _registered(spec.scenario)
+    if base is None or scenario not in (base, base.twin):  # a scenario no `lab run` knows
+        return replay
     if not _made_from_seed(spec, scenario, target):
         return replay
     words = [LAB, "run", spec.scenario, "--seed", str(spec.seed)]
     if spec.backend != "process":
         words += ["--backend", spec.backend]
-    if spec.target != "broker_ref":
-        words += ["--target", spec.target]
-    base = SCENARIOS.get(spec.scenario)
-    if base is not None and spec.group.mode != base.mode:
+    if spec.target_ref != "broker_ref":
+        words += ["--target", spec.target_ref]
+    if spec.group.mode != base.mode:
         words += ["--mode", spec.group.mode]
     if spec.durability != scenario.durability:
         coalescing = "--coalescing" if spec.durability.coalescing_sync else "--no-coalescing"

@@ -91,6 +91,8 @@ class BrokerJTarget(RestManagement):
     deviations_file = DEVIATIONS
     lab_codes = frozenset(LAB_EVENTS)
 
+    default_version = VERSION  # the version the lab's runs use unless told otherwise
+
     def __init__(self, version: str = VERSION) -> None:
         self.version = version
         self._distribution: Distribution | None = None
