@@ -1,6 +1,7 @@
 """`lab tables`: results tables as generated pages (docs/observed/), made from files.
 
-lab tables suite RUNS_DIR… --out PAGE    scenario-suite sessions → a verdict table
+lab tables suite RUNS_DIR… --out PAGE [--target NAME[@VERSION]]
+                                        scenario-suite sessions → a verdict table
 """
 
 from __future__ import annotations
@@ -25,19 +26,28 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Comman
     )
     suite.add_argument("folders", nargs="+", type=Path, metavar="RUNS_DIR")
     suite.add_argument("--out", type=Path, required=True, help="the page to write (Markdown)")
+    suite.add_argument(
+        "--target",
+        metavar="NAME[@VERSION]",
+        help="only this target's runs (or one version's: a session of several)",
+    )
     return {"tables": _cmd_tables}
 
 
 def _cmd_tables(args: argparse.Namespace) -> int:
     from lab.ground.files import write_text
-    from lab.reporting.suite_table import check_folders, collect, page
+    from lab.reporting.suite_table import check_folders, collect, only, page
 
     if not args.out.parent.is_dir():
         raise UsageError(f"--out {args.out}: no folder {args.out.parent}")
     check_folders(args.folders)
+    cells = only(collect(args.folders), args.target)
+    if not cells:
+        raise UsageError(f"--target {args.target}: no runs of it in these folders")
     shown = " ".join(str(f) for f in args.folders)
     command = f"lab tables suite {shown} --out {args.out}"
-    text = page(args.folders, collect(args.folders), command, dt.datetime.now(dt.UTC))
+    command += f" --target {args.target}" * (args.target is not None)
+    text = page(args.folders, cells, command, dt.datetime.now(dt.UTC))
     write_text(args.out, text)
     print(args.out, file=sys.stdout)
     return 0

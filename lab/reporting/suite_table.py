@@ -46,7 +46,7 @@ _STAMP = re.compile(r"^(\d{8}T\d{6}Z)-")
 
 @dataclass(frozen=True)
 class Cell:
-    """One run or one refusal of a scenario on a target and backend."""
+    """One run or one refusal of a scenario on a target (at a version) and backend."""
 
     scenario: str
     target: str
@@ -54,6 +54,7 @@ class Cell:
     text: str
     seed: int | None = None
     verdict: str | None = None  # None: refused
+    version: str | None = None  # the target's version (None: none, or not recorded)
 
 
 @dataclass(frozen=True)
@@ -111,10 +112,23 @@ def describe(result: dict[str, Any] | None) -> str:
     return f"**{verdict}** ({kinds}){shown}: " + "; ".join(said)
 
 
-def _run_cell(scenario: str, target: str, backend: str, result: dict[str, Any] | None) -> Cell:
+def _run_cell(
+    scenario: str, target: str, backend: str, result: dict[str, Any] | None, version: Any = None
+) -> Cell:
     seed = None if result is None else result.get("seed")
     verdict = "unknown" if result is None else str(result.get("verdict", "unknown"))
-    return Cell(scenario, target, backend, describe(result), seed, verdict)
+    ran = (result or {}).get("target_version") or version
+    return Cell(scenario, target, backend, describe(result), seed, verdict, _version(ran))
+
+
+def _version(raw: Any) -> str | None:
+    return None if raw is None else str(raw)
+
+
+def _target(entry: dict[str, Any]) -> tuple[str, str | None]:
+    """An index line's target and version (`target_version`, or `NAME@VERSION`)."""
+    name, _, version = str(entry.get("target")).partition("@")
+    return name, _version(entry.get("target_version") or version or None)
 
 
 def collect(folders: Sequence[Path]) -> list[Cell]:
@@ -130,39 +144,64 @@ def collect(folders: Sequence[Path]) -> list[Cell]:
                     cells.append(_run_cell(str(result["scenario"]), target, backend, result))
             continue
         for entry in read_index(index):
-            scenario, target = str(entry.get("scenario")), str(entry.get("target"))
+            scenario, (target, version) = str(entry.get("scenario")), _target(entry)
             backend = str(entry.get("backend"))
             if "refused" in entry:
-                cells.append(Cell(scenario, target, backend, f"refused: {entry['refused']}"))
+                said = f"refused: {entry['refused']}"
+                cells.append(Cell(scenario, target, backend, said, version=version))
             elif "folder" in entry:
                 result = _result(Path(str(entry["folder"])))
-                cells.append(_run_cell(scenario, target, backend, result))
+                cells.append(_run_cell(scenario, target, backend, result, version))
     return cells
 
 
-def _column(target: str, backend: str) -> str:
-    return f"{TARGET_NAMES.get(target, target)}, {BACKEND_NAMES.get(backend, backend)}"
+def only(cells: Sequence[Cell], ref: str | None) -> list[Cell]:
+    """The cells of one target (`NAME`) or of one version of it (`NAME@VERSION`)."""
+    if ref is None:
+        return list(cells)
+    name, _, version = ref.partition("@")
+    return [c for c in cells if c.target == name and (not version or c.version == version)]
+
+
+def target_title(target: str, version: str | None) -> str:
+    """`Broker-J 9.1.0`: a target's name as the tables write it, with its version."""
+    return TARGET_NAMES.get(target, target) + (f" {version}" if version else "")
+
+
+def _column(target: str, version: str | None, backend: str) -> str:
+    return f"{target_title(target, version)}, {BACKEND_NAMES.get(backend, backend)}"
+
+
+def _version_key(version: str | None) -> tuple[tuple[int, int | str], ...]:
+    parts = re.split(r"[.-]", version or "")
+    return tuple((0, int(p)) if p.isdigit() else (1, p) for p in parts)
+
+
+def _columns(cells: Sequence[Cell]) -> list[tuple[str, str | None, str]]:
+    """Target, then version (oldest first), then backend (process before docker)."""
+    rank = {name: i for i, name in enumerate(BACKEND_NAMES)}
+    found = {(c.target, c.version, c.backend) for c in cells}
+    return sorted(found, key=lambda k: (k[0], _version_key(k[1]), rank.get(k[2], 99), k[2]))
+
+
+def _scenarios(cells: Sequence[Cell]) -> list[str]:
+    order = {name: i for i, name in enumerate(SCENARIOS)}
+    return sorted({c.scenario for c in cells}, key=lambda s: (order.get(s, len(order)), s))
 
 
 def table(cells: Sequence[Cell]) -> list[str]:
-    """The Markdown table: a row per scenario (the catalog's order), a column per target and
-    backend (process before docker)."""
-    rank = {name: i for i, name in enumerate(BACKEND_NAMES)}
-    columns = sorted(
-        {(c.target, c.backend) for c in cells}, key=lambda k: (k[0], rank.get(k[1], 99), k[1])
-    )
-    order = {name: i for i, name in enumerate(SCENARIOS)}
-    scenarios = sorted({c.scenario for c in cells}, key=lambda s: (order.get(s, len(order)), s))
+    """The Markdown table: a row per scenario (the catalog's order), a column per target,
+    version and backend."""
+    columns = _columns(cells)
     lines = [
         "| scenario | " + " | ".join(_column(*k) for k in columns) + " |",
         "|---" * (len(columns) + 1) + "|",
     ]
-    for scenario in scenarios:
+    for scenario in _scenarios(cells):
         row = []
-        for target, backend in columns:
-            mine = [
-                c for c in cells if (c.scenario, c.target, c.backend) == (scenario, target, backend)
-            ]
+        for target, version, backend in columns:
+            where = (scenario, target, version, backend)
+            mine = [c for c in cells if (c.scenario, c.target, c.version, c.backend) == where]
             texts = list(dict.fromkeys(c.text for c in mine if c.seed is None))
             texts += [f"seed {c.seed}: {c.text}" for c in mine if c.seed is not None]
             row.append("<br>".join(t.replace("|", "\\|") for t in texts) or "—")
@@ -208,9 +247,9 @@ def _when(session: Session) -> str:
 
 
 def page(folders: Sequence[Path], cells: Sequence[Cell], command: str, made: dt.datetime) -> str:
-    """The generated page: what made it, each session's dates and machine, the table."""
-    targets = sorted({c.target for c in cells})
-    title = ", ".join(TARGET_NAMES.get(t, t) for t in targets)
+    """The generated page: what made it, each session's dates and machine, the table, and
+    where two versions of a target differ."""
+    title = ", ".join(dict.fromkeys(target_title(t, v) for t, v, _ in _columns(cells)))
     lines = [
         f"# Scenario suite: {title}",
         "",
@@ -227,8 +266,32 @@ def page(folders: Sequence[Path], cells: Sequence[Cell], command: str, made: dt.
         load = "—" if s.load is None else f"{s.load:.1f}"
         counted = f"{s.runs} runs, {s.refused} refused"
         lines.append(f"| `{s.folder}` | {counted} | {_when(s)} | {load} | {machine} |")
-    lines += ["", *table(cells), "", *LEGEND]
+    lines += ["", *table(cells), "", *version_changes(cells), *LEGEND]
     return "\n".join(lines) + "\n"
+
+
+def version_changes(cells: Sequence[Cell]) -> list[str]:
+    """A section listing the scenarios whose verdicts differ between versions of a target on
+    one backend (none when the cells hold one version each)."""
+    verdicts: dict[tuple[str, str, str], dict[str | None, set[str]]] = {}
+    for c in cells:
+        key = (c.target, c.backend, c.scenario)
+        verdicts.setdefault(key, {}).setdefault(c.version, set()).add(c.verdict or "refused")
+    changed = []
+    for (target, backend, scenario), by_version in verdicts.items():
+        if len(by_version) > 1 and len({frozenset(v) for v in by_version.values()}) > 1:
+            ordered = sorted(by_version, key=_version_key)
+            said = "; ".join(f"{v or '?'}: {', '.join(sorted(by_version[v]))}" for v in ordered)
+            changed.append(f"- `{scenario}` ({_column(target, None, backend)}): {said}")
+    versions = {(c.target, c.backend, c.version) for c in cells}
+    if len(versions) == len({(t, b) for t, b, _ in versions}):
+        return []
+    head = ["## Between versions", ""]
+    if not changed:
+        return [*head, "Every scenario has the same verdicts at every version.", ""]
+    order = {name: i for i, name in enumerate(SCENARIOS)}
+    changed.sort(key=lambda line: order.get(line.split("`")[1], len(order)))
+    return [*head, "The scenarios whose verdicts differ between versions:", "", *changed, ""]
 
 
 LEGEND = (
