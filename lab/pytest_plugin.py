@@ -1,12 +1,14 @@
 """The lab's pytest plugin: run scenarios as tests.
 
-Options: `--backend process`, `--lab-target broker_ref|qpid-broker-j` and `--lab-mode`
+Options: `--backend process`, `--lab-target NAME[@VERSION]` (comma-separated: each test on
+each, lab.pytest_targets) and `--lab-mode`
 (default: each scenario's own HA design) choose what scenario tests run on; a scenario the
 target, backend or mode cannot run is skipped with the CLI's one-line reason. `--lab-seed N`:
 one seed for every scenario test (default: each one's pinned seed). `--lab-runs-dir DIR`
 keeps the run folders there with `suite.jsonl` (lab.targets.suite), which `lab tables suite`
 reads (lab.reporting.suite_table).
-Fixture `lab_run`: `(scenario name) -> RunOutcome`, run into the test's own runs folder.
+Fixture `lab_run`: `(scenario name | incident Path | Scenario) -> RunOutcome`, run into the
+test's own runs folder (lab.library).
 Fixture `lab_deviation`: `(outcome) -> None`; a deviation the target declares
 (lab.judge.deviations) and the run reproduced ends the test as an expected failure (xfail;
 Allure category "deviation reproduced"); a held run whose deviation is declared warns
@@ -19,7 +21,6 @@ checker result, logs: lab/reporting/allure_attach.py); `lab_run` calls it after 
 from __future__ import annotations
 
 import re
-import shlex
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -28,13 +29,15 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import pytest
 
 from lab.ground.cluster_settings import MODES
-from lab.ground.spec import BACKENDS, TARGETS, parse_seed
+from lab.ground.spec import BACKENDS, parse_seed
 
 if TYPE_CHECKING:
     from lab.campaign.session import CampaignSession
     from lab.campaign.summary import CampaignSummary
 
 __all__ = ["DEFAULT_SEED"]
+
+pytest_plugins = ("lab.pytest_targets",)  # --lab-target NAME[@VERSION],…; fixture lab_target
 
 DEFAULT_SEED = 20261121
 
@@ -48,7 +51,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--lab-long", action="store_true", help="also run the long modes (tests marked long)"
     )
-    group.addoption("--lab-target", default="broker_ref", choices=TARGETS, help="the target")
+    targets = "the target, NAME or NAME@VERSION; comma-separated: each test on each"
+    group.addoption("--lab-target", default="broker_ref", help=targets)
     group.addoption("--lab-mode", default=None, choices=MODES, help="HA design (default: own)")
     group.addoption("--lab-runs-dir", default=None, help="keep run folders (and suite.jsonl)")
     strict = "fail a test whose target declares a deviation the run did not show"
@@ -68,28 +72,17 @@ def lab_backend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def lab_target(request: pytest.FixtureRequest) -> str:
-    return str(request.config.getoption("--lab-target"))
-
-
-@pytest.fixture
 def lab_mode(request: pytest.FixtureRequest) -> str | None:
     return request.config.getoption("--lab-mode")
 
 
 @pytest.fixture
-def lab_report(
-    request: pytest.FixtureRequest, lab_seed: int, lab_backend: str, lab_target: str
-) -> Callable[[Path], None]:
+def lab_report(request: pytest.FixtureRequest, lab_seed: int) -> Callable[[Path], None]:
     listener = request.config.pluginmanager.get_plugin("allure_listener")
     results_dir = getattr(request.config.option, "allure_report_dir", None)
-    test_command = (
-        f".venv/bin/pytest {shlex.quote(request.node.nodeid)} "
-        f"--lab-seed {lab_seed} --backend {lab_backend}"
-    )
-    mode = request.config.getoption("--lab-mode")
-    test_command += f" --lab-target {lab_target}" * (lab_target != "broker_ref")
-    test_command += f" --lab-mode {mode}" * (mode is not None)
+    from lab.pytest_targets import rerun_command  # (a plugin of its own: imported by pytest)
+
+    test_command = rerun_command(request, lab_seed)
 
     def report(folder: Path) -> None:
         if listener is None or results_dir is None:
@@ -116,14 +109,16 @@ def lab_run(
     lab_mode: str | None,
     lab_report: Callable[[Path], None],
 ) -> Callable[..., object]:
-    """`lab_run(name, backend=None, target=None, seed=None, durability=None, mode=None)`:
-    run the scenario into the test's own runs folder, return its RunOutcome; a scenario that
-    cannot run there is skipped with the one-line reason the CLI gives."""
-    from lab.compose import parts_for
+    """`lab_run(what, backend=None, target=None, seed=None, durability=None, mode=None)`:
+    run `what` — a scenario's name, an incident file's `Path`, or a `Scenario` object
+    (lab.library) — into the test's own runs folder and return its RunOutcome; a run that
+    cannot be made there is skipped with the one-line reason the CLI gives."""
     from lab.ground.errors import SetupError, UsageError
     from lab.ground.spec import Durability
+    from lab.library import index_target, label_of, plan_run
+    from lab.pytest_targets import rerun_command
     from lab.run.runner import run_scenario
-    from lab.targets.suite import SUITE_INDEX, append_index, prepare, refusal_check
+    from lab.targets.suite import SUITE_INDEX, append_index
 
     kept = request.config.getoption("--lab-runs-dir")
     own = re.sub(r"[^\w.-]", "_", request.node.name)[:120]
@@ -134,7 +129,7 @@ def lab_run(
             append_index(Path(kept) / SUITE_INDEX, {"test": request.node.nodeid, **entry})
 
     def run(
-        name: str,
+        what: Any,
         backend: str | None = None,
         target: str | None = None,
         seed: int | None = None,
@@ -142,24 +137,31 @@ def lab_run(
         mode: str | None = None,
     ) -> object:
         chosen, node = backend or lab_backend, target or lab_target
-        wanted = dict(scenario=name, target=node, backend=chosen, mode=mode or lab_mode or "")
+        wanted = dict(scenario=label_of(what), **index_target(node), backend=chosen)
+        wanted["mode"], incident = mode or "", isinstance(what, Path)
         try:
-            parts = parts_for(name, chosen, node, mode or lab_mode)
-            seed = lab_seed if seed is None else seed
-            spec = parts.scenario.spec(
-                seed, backend=chosen, target=parts.target, durability=durability
+            planned = plan_run(
+                what,
+                seed=seed if incident else (lab_seed if seed is None else seed),
+                backend=chosen,
+                target=node,
+                mode=mode if incident else (mode or lab_mode),
+                durability=durability,
+                work_dir=tmp_path / "probe",
             )
-            refusal_check(spec, parts, tmp_path / "probe")
-            prepare(node)  # Broker-J's distribution, fetched on first use
         except (UsageError, SetupError) as exc:
             index(**wanted, refused=str(exc))
             if isinstance(exc, SetupError):  # something to install was missing
                 skip_unless_ci(str(exc))
             pytest.skip(str(exc))
+        spec = planned.spec
+        wanted.update(scenario=spec.scenario, mode=spec.group.mode)
+        # A Scenario of the test file is run again by its test, not by `lab run`.
+        again = None if planned.registered else rerun_command(request, spec.seed)
         try:
-            outcome = run_scenario(spec, parts, runs_dir)
+            outcome = run_scenario(spec, planned.parts, runs_dir, reproduce=again)
         except Exception:
-            latest = runs_dir / name / "latest"
+            latest = runs_dir / spec.scenario / "latest"
             if (latest / "spec.json").is_file():
                 lab_report(latest)
                 index(**wanted, folder=str(latest.resolve()))
