@@ -138,3 +138,8 @@ def test_traits_say_the_version_a_spec_records() -> None:
     assert TargetTraits().chosen_version is None
     assert TargetTraits("x", version="2", default_version="2").chosen_version is None
     assert TargetTraits("x", version="1", default_version="2").chosen_version == "1"
+
+
+def test_a_broker_j_release_that_cannot_read_the_lab_s_configuration_is_refused() -> None:
+    with pytest.raises(UsageError, match=r"configuration model 9\.0, which releases before 9"):
+        parts_for("master-failure", "process", "qpid-broker-j@8.0.6")
