@@ -1,8 +1,9 @@
 """The pytest plugin's targets (lab.pytest_plugin loads this): `--lab-target` names one or
 more, comma-separated, each `NAME` or `NAME@VERSION` (`lab list` shows them), checked when
 the session starts (a one-line usage error otherwise). With more than one, every test that
-runs the lab (its `lab_target` fixture, which `lab_run` uses) runs once per target, its id
-ending `[NAME@VERSION]`: two versions of a broker side by side in one session.
+runs the lab (its `lab_target` fixture, which `lab_run` uses) runs once per target, one
+after the other (`test_it[master-failure-qpid-broker-j@9.1.0]`, then `…-qpid-broker-j]`):
+two versions of a broker side by side in one session, under the same conditions.
 
     lab_target                    the fixture: the test's target
     targets_of(config)            the session's targets, in the order given
@@ -40,6 +41,7 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(f"--lab-target {ref}: {exc}") from None
 
 
+@pytest.hookimpl(trylast=True)  # after the test's own parameters: each one on every target
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     targets = targets_of(metafunc.config)
     if len(targets) > 1 and "lab_target" in metafunc.fixturenames:

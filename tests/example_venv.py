@@ -1,7 +1,7 @@
 """A virtual environment of its own for examples/, with the lab installed from this checkout
 as a dependency, the way a user's project installs it (test_library_example.py).
 
-    wheelhouse()                   the lab's dependencies, pytest and the build backend as
+    wheelhouse()                   the lab's dependencies, pytest(-xdist) and the build backend as
                                    wheels: fetched with pip once per machine (per set of
                                    dependencies), then installed from without a network
     make_venv(root) -> python      a venv under `root` with copies of the lab's sources and
@@ -26,6 +26,7 @@ from lab.ground.paths import user_cache
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("lab", "broker_ref", "clients", "faults", "scenarios", "spark_reports")
 BUILD = ("setuptools>=68", "wheel")
+TEST = ("pytest", "pytest-xdist")  # the example's suite runs two tests at a time
 _IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", "build", "*.egg-info", ".venv")
 
 
@@ -51,7 +52,7 @@ def _copy_lab(into: Path) -> Path:
 def wheelhouse(scratch: Path) -> Path:
     """The folder of wheels, made under a machine-wide lock the first time (network: pip)."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    wanted = [*project["dependencies"], "pytest", *BUILD, sys.version]
+    wanted = [*project["dependencies"], *TEST, *BUILD, sys.version]
     key = hashlib.sha256("\n".join(wanted).encode()).hexdigest()[:12]
     house = user_cache() / "wheels" / f"example-venv-{key}"
     with host_lock(f"example-venv-{key}"):
@@ -60,7 +61,7 @@ def wheelhouse(scratch: Path) -> Path:
         staging = house.with_name(house.name + ".partial")
         shutil.rmtree(staging, ignore_errors=True)
         lab = _copy_lab(scratch / "lab-for-wheels")
-        done = _pip("wheel", "--quiet", "-w", str(staging), str(lab), "pytest", *BUILD)
+        done = _pip("wheel", "--quiet", "-w", str(staging), str(lab), *TEST, *BUILD)
         if done.returncode != 0:
             detail = (done.stderr or done.stdout).strip().splitlines()
             raise SetupError(f"pip could not fetch the lab's dependencies: {detail[-1:]}")
@@ -85,7 +86,7 @@ def make_venv(root: Path) -> tuple[Path, Path]:
     python = venv / "bin" / "python"
     done = _pip(
         *("--python", str(python), "install", "--quiet", "--no-index"),
-        *("--find-links", str(house), str(lab), str(example), "pytest"),
+        *("--find-links", str(house), str(lab), str(example), *TEST),
     )
     if done.returncode != 0:
         raise AssertionError(f"pip install into {venv} failed:\n{done.stdout}{done.stderr}")

@@ -88,16 +88,22 @@ def test_the_target_and_mode_default_to_broker_ref_and_the_scenarios_own(
 
 def test_several_targets_run_each_test_once_on_each(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(
-        "def test_it(lab_target, request):\n"
-        "    assert request.node.name == f'test_it[{lab_target}]'\n"
+        "import pytest\n"
+        "@pytest.mark.parametrize('name', ['a', 'b'])\n"
+        "def test_it(name, lab_target, request):\n"
+        "    assert request.node.name == f'test_it[{name}-{lab_target}]'\n"
         "def test_without_the_lab():\n    pass\n"
     )
+    both = pytester.runpytest("--lab-target", "broker_ref,x@1")
+    assert both.ret == pytest.ExitCode.USAGE_ERROR  # an unknown target among them
     both = pytester.runpytest("-v", "--lab-target", "broker_ref,qpid-broker-j@9.1.0")
-    both.assert_outcomes(passed=3)
-    both.stdout.fnmatch_lines_random(
+    both.assert_outcomes(passed=5)
+    both.stdout.fnmatch_lines(  # one scenario on every target, then the next
         [
-            "*test_it?broker_ref? PASSED*",
-            "*test_it?qpid-broker-j@9.1.0? PASSED*",
+            "*test_it?a-broker_ref? PASSED*",
+            "*test_it?a-qpid-broker-j@9.1.0? PASSED*",
+            "*test_it?b-broker_ref? PASSED*",
+            "*test_it?b-qpid-broker-j@9.1.0? PASSED*",
             "*test_without_the_lab PASSED*",
         ]
     )

@@ -33,7 +33,7 @@ def test_the_example_project_passes_its_own_suite_in_a_venv_of_its_own(tmp_path:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
     env["PATH"] = f"{python.parent}{os.pathsep}{tools}{os.pathsep}/usr/sbin:/usr/bin:/sbin:/bin"
     done = subprocess.run(
-        [str(python.parent / "pytest"), "tests", "-q", "-p", "no:randomly"],
+        [str(python.parent / "pytest"), "tests", "-q", "-n", "2"],
         cwd=example,
         env=env,
         capture_output=True,

@@ -1,7 +1,7 @@
 """`example-failover`: the user's own scenario, run by name once the package is installed
 (`lab run example-failover --target example-broker`, campaigns, the pytest plugin).
 
-Three nodes under a short load; kill -9 the master at a moment drawn from the run's seed,
+Three nodes under eight seconds of load; kill -9 the master at a moment drawn from the run's seed,
 restart it two seconds later. The prediction: nothing acknowledged is lost, never two
 masters, and the clients are served again within the user's own bound (FailedOverWithin).
 """
@@ -34,11 +34,12 @@ EXAMPLE_FAILOVER = Scenario(
     summary="the example's own: kill -9 the master under a short load, restart it",
     prediction=Prediction(
         text="no acknowledged message is lost, never two masters, clients served again "
-        "within 8 s, the old master back as a replica",
+        "within 30 s (a generous bound: the machine may be busy), the old master back as a "
+        "replica",
         two_masters="forbidden",
-        expect=(FailedOverWithin("f1", seconds=8.0), RoleAtEnd("f1", "REPLICA")),
+        expect=(FailedOverWithin("f1", seconds=30.0), RoleAtEnd("f1", "REPLICA")),
     ),
     schedule=_kill_the_master,
     topology=Topology(nodes=3),
-    workload=Workload(producers=1, consumers=1, rate=100.0, duration_s=4.0),
+    workload=Workload(producers=1, consumers=1, rate=100.0, duration_s=8.0),
 )

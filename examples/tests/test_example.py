@@ -60,7 +60,7 @@ REPLICA_RESTART = Scenario(
     ),
     schedule=scheduled(fault_window("kill", "@replica:1", 1.0, 2.0, "f1")),
     topology=Topology(nodes=3),
-    workload=Workload(producers=1, consumers=1, rate=100.0, duration_s=4.0),
+    workload=Workload(producers=1, consumers=1, rate=100.0, duration_s=8.0),
 )
 
 
@@ -108,7 +108,7 @@ def test_lab_run_and_a_campaign_run_the_entry_points(tmp_path: Path) -> None:
 
     out = tmp_path / "campaign"
     campaign = _lab(
-        *("campaign", "--budget", "20s", "--scenarios", "example-failover"),
+        *("campaign", "--budget", "25s", "--scenarios", "example-failover"),
         *("--targets", "example-broker", "--seed", "1", "--out", str(out)),
         *("--failures-dir", str(tmp_path / "failures"), "--no-report"),
     )
