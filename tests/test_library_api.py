@@ -85,3 +85,23 @@ def test_lab_list_says_where_each_scenario_and_target_comes_from(
     assert targets[0].split() == ["broker_ref", "built-in"]
     assert targets[1].split()[:2] == ["qpid-broker-j", "built-in;"]
     assert "versions: default 9.2.1" in targets[1]
+
+
+def test_every_file_the_packages_read_is_installed_with_them() -> None:
+    """A lab installed with pip (not from its checkout) has its data files too: each file
+    of the packages that is not Python is named in pyproject.toml's package-data."""
+    import fnmatch
+    import tomllib
+
+    root = Path(__file__).resolve().parent.parent
+    declared = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]
+    data: dict[str, list[str]] = declared.get("package-data", {})
+    for package in ("lab", "broker_ref", "clients", "faults", "scenarios", "spark_reports"):
+        for path in sorted((root / package).rglob("*")):
+            if not path.is_file() or path.suffix in (".py", ".pyc"):
+                continue
+            folder = ".".join(path.parent.relative_to(root).parts)
+            patterns = data.get(folder, [])
+            assert any(fnmatch.fnmatch(path.name, p) for p in patterns), (
+                f"{path.relative_to(root)} is not in [tool.setuptools.package-data] {folder!r}"
+            )
