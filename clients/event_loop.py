@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any, Protocol, cast
 
 from proton import Condition, Event, Handler
+from proton.handlers import IOHandler
 from proton.reactor import Container
 
 from clients.op_writer import RunnerGone, split_lines
@@ -23,6 +24,23 @@ __all__ = [
     "run_worker",
     "stderr_log",
 ]
+
+
+_on_expired = IOHandler.on_selectable_expired
+
+
+def _expired_unless_final(self: IOHandler, event: Event) -> None:
+    """Proton's IO handler, except for a connection's selectable whose deadline comes after
+    it was finalized (its transport gone): Qpid Proton's own handler then raises
+    AttributeError out of the event loop (a race a busy machine meets when a node dies; the
+    fix proposed upstream, apache/qpid-proton pull request 364, was never released), and the
+    worker dies with its history unfinished. There is nothing left to update: skip it."""
+    if getattr(event.selectable, "_transport", None) is None:
+        return
+    _on_expired(self, event)
+
+
+IOHandler.on_selectable_expired = _expired_unless_final  # type: ignore[method-assign]
 
 
 class CommandReader:

@@ -2,7 +2,12 @@
 
 The CLI, the pytest plugin and campaigns compose runs here, once per run, and check
 everything before anything starts: an unknown scenario, target or backend, or a scenario
-that cannot run on the backend, is a one-line UsageError.
+that cannot run on the backend, is a one-line UsageError. Scenarios and targets are found
+in their registries (scenarios.catalog, lab.targets.catalog: the lab's own, then installed
+packages' entry points); a target is named `NAME` or `NAME@VERSION`.
+
+    parts_for("master-failure", "process", "qpid-broker-j@9.1.0")
+    parts_of(scenario, "process", "broker_ref")     a Scenario object (a user's test file)
 """
 
 from __future__ import annotations
@@ -16,17 +21,18 @@ from lab.ground.cluster_settings import ACTIVE_PASSIVE
 from lab.ground.errors import UsageError
 from lab.ground.events import Events
 from lab.ground.nodes import TargetTraits
-from lab.ground.spec import BACKENDS, RunSpec
+from lab.ground.spec import BACKENDS, TARGETS, RunSpec
 from lab.judge.bounds import Timings
 from lab.run.cluster import Cluster, ClusterFactory, RunParts
 from lab.targets.catalog import make_target
 from lab.targets.protocol import ChecksRuns, ServiceTimings, Target, traits_of
+from scenarios.base import Scenario
 from scenarios.catalog import scenario_named
 
 if TYPE_CHECKING:
     from lab.backends.ssh.hosts_file import Inventory
 
-__all__ = ["clock_mode", "parts_for", "read_hosts"]
+__all__ = ["clock_mode", "parts_for", "parts_of", "read_hosts"]
 
 CLOCK_FAULTS = frozenset({"clock_jump", "clock_drift", "clock_strobe"})
 
@@ -52,24 +58,55 @@ def parts_for(
     mode: str | None = None,
     hosts_file: Path | None = None,
 ) -> RunParts:
-    """The parts of a run of `scenario` against `target` on `backend`, in `mode` (None: the
-    scenario's own HA design, or its active-passive twin for a target whose brokers
-    activate themselves), checked; the hosts backend's hosts file read now."""
+    """The parts of a run of `scenario` against `target` (`NAME[@VERSION]`) on `backend`,
+    in `mode` (None: the scenario's own HA design, or its active-passive twin for a target
+    whose brokers activate themselves), checked; the hosts backend's hosts file read now."""
+    if backend not in BACKENDS:
+        raise UsageError(f"unknown backend {backend!r} (known: {', '.join(BACKENDS)})")
+    return parts_of(scenario_named(scenario), backend, target, mode, hosts_file)
+
+
+def parts_of(
+    scenario: Scenario,
+    backend: str,
+    target: str,
+    mode: str | None = None,
+    hosts_file: Path | None = None,
+) -> RunParts:
+    """As parts_for, for a scenario given as an object rather than by name."""
     if backend not in BACKENDS:
         raise UsageError(f"unknown backend {backend!r} (known: {', '.join(BACKENDS)})")
     node_target = make_target(target)
     traits = traits_of(node_target)
-    named = scenario_named(scenario)
-    if mode is None and traits.activates_itself and ACTIVE_PASSIVE in named.modes:
+    if mode is None and traits.activates_itself and ACTIVE_PASSIVE in scenario.modes:
         mode = ACTIVE_PASSIVE  # a target whose brokers activate themselves has no other HA
-    chosen = named.in_mode(mode)
+    chosen = scenario.in_mode(mode)
     refusal = chosen.refusal(backend)
     if refusal is not None:
         raise UsageError(refusal)
+    _check_images(backend, traits.name, traits.chosen_version)
     hosts = read_hosts(backend, hosts_file)
     factory = _cluster_factory(node_target, hosts)
     timings = _timings_factory(node_target, traits)
-    return RunParts(chosen, traits, factory, hosts_file if hosts else None, timings)
+    hosts_path = hosts_file if hosts else None
+    return RunParts(chosen, traits, factory, hosts_path, timings, node_target.prepare)
+
+
+def _check_images(backend: str, target: str, version: str | None) -> None:
+    """The Docker backend runs the images the lab builds: its own targets, at their default
+    versions (lab.backends.docker.images)."""
+    if backend != "docker":
+        return
+    if target not in TARGETS:
+        raise UsageError(
+            f"target {target!r} comes from outside the lab, and the docker backend runs only "
+            "the images the lab builds for its own targets: use --backend process"
+        )
+    if version is not None:
+        raise UsageError(
+            f"{target}@{version}: the docker backend's images hold each target's default "
+            "version only: run other versions with --backend process"
+        )
 
 
 def _timings_factory(target: Target, traits: TargetTraits) -> Callable[[RunSpec], Timings]:

@@ -1,8 +1,8 @@
 """The lab's pytest plugin: run scenarios as tests.
 
-Options: `--backend` (process, docker, ssh with `--lab-hosts`), `--lab-target`
-broker_ref|qpid-broker-j|artemis (and its own settings, `--lab-target-setting KEY=VALUE`,
-repeatable) and `--lab-mode`
+Options: `--backend` (process, docker, ssh with `--lab-hosts`), `--lab-target NAME[@VERSION]`
+(comma-separated: each test on each, lab.pytest_targets; its own settings with
+`--lab-target-setting KEY=VALUE`, repeatable) and `--lab-mode`
 (default: each scenario's own HA design) choose what scenario tests run on; a scenario the
 target, backend or mode cannot run is skipped with the CLI's one-line reason. `--lab-seed N`:
 one seed for every scenario test (default: each one's pinned seed). `--lab-seeds 5` runs
@@ -10,7 +10,8 @@ every test that runs a scenario once per seed, five seeds from `--lab-seed` on (
 pinned one); `--lab-seeds 7,8,9` names them (lab.targets.suite.seeds_option). `--lab-runs-dir DIR`
 keeps the run folders there with `suite.jsonl` (lab.targets.suite), which `lab tables suite`
 reads (lab.reporting.suite_table).
-Fixture `lab_run`: `(scenario name) -> RunOutcome`, run into the test's own runs folder.
+Fixture `lab_run`: `(scenario name | incident Path | Scenario) -> RunOutcome`, run into the
+test's own runs folder (lab.library).
 Fixture `lab_deviation`: `(outcome) -> None`; a deviation the target declares
 (lab.judge.deviations) and the run reproduced ends the test as an expected failure (xfail;
 Allure category "deviation reproduced"); a held run whose deviation is declared warns
@@ -23,7 +24,6 @@ checker result, logs: lab/reporting/allure_attach.py); `lab_run` calls it after 
 from __future__ import annotations
 
 import re
-import shlex
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -33,12 +33,12 @@ import pytest
 
 from lab.ground.cluster_settings import MODES
 from lab.ground.errors import LabError
-from lab.ground.spec import BACKENDS, TARGETS, parse_seed
+from lab.ground.spec import BACKENDS, parse_seed
 
 __all__ = ["DEFAULT_SEED"]
 
-# --lab-hosts FILE|rig; a campaign as a pytest session
-pytest_plugins = ("lab.pytest_hosts", "lab.pytest_campaign")
+# --lab-hosts FILE|rig; a campaign as a pytest session; --lab-target NAME[@VERSION],…
+pytest_plugins = ("lab.pytest_hosts", "lab.pytest_campaign", "lab.pytest_targets")
 
 DEFAULT_SEED = 20261121
 
@@ -54,7 +54,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--lab-long", action="store_true", help="also run the long modes (tests marked long)"
     )
-    group.addoption("--lab-target", default="broker_ref", choices=TARGETS, help="the target")
+    targets = "the target, NAME or NAME@VERSION; comma-separated: each test on each"
+    group.addoption("--lab-target", default="broker_ref", help=targets)
     group.addoption("--lab-mode", default=None, choices=MODES, help="HA design (default: own)")
     setting = "a setting of the target's own, for every run (repeatable)"
     group.addoption("--lab-target-setting", action="append", metavar="KEY=VALUE", help=setting)
@@ -85,28 +86,17 @@ def lab_backend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def lab_target(request: pytest.FixtureRequest) -> str:
-    return str(request.config.getoption("--lab-target"))
-
-
-@pytest.fixture
 def lab_mode(request: pytest.FixtureRequest) -> str | None:
     return request.config.getoption("--lab-mode")
 
 
 @pytest.fixture
-def lab_report(
-    request: pytest.FixtureRequest, lab_seed: int, lab_backend: str, lab_target: str
-) -> Callable[[Path], None]:
+def lab_report(request: pytest.FixtureRequest, lab_seed: int) -> Callable[[Path], None]:
     listener = request.config.pluginmanager.get_plugin("allure_listener")
     results_dir = getattr(request.config.option, "allure_report_dir", None)
-    test_command = (
-        f".venv/bin/pytest {shlex.quote(request.node.nodeid)} "
-        f"--lab-seed {lab_seed} --backend {lab_backend}"
-    )
-    mode = request.config.getoption("--lab-mode")
-    test_command += f" --lab-target {lab_target}" * (lab_target != "broker_ref")
-    test_command += f" --lab-mode {mode}" * (mode is not None)
+    from lab.pytest_targets import rerun_command  # (a plugin of its own: imported by pytest)
+
+    test_command = rerun_command(request, lab_seed)
 
     def report(folder: Path) -> None:
         if listener is None or results_dir is None:
@@ -133,21 +123,16 @@ def lab_run(
     lab_mode: str | None,
     lab_report: Callable[[Path], None],
 ) -> Callable[..., object]:
-    """`lab_run(name, backend=None, target=None, seed=None, durability=None, mode=None)`:
-    run the scenario into the test's own runs folder, return its RunOutcome; a scenario that
-    cannot run there is skipped with the one-line reason the CLI gives."""
-    from lab.compose import parts_for
+    """`lab_run(what, backend=None, target=None, seed=None, durability=None, mode=None)`:
+    run `what` — a scenario's name, an incident file's `Path`, or a `Scenario` object
+    (lab.library) — into the test's own runs folder and return its RunOutcome; a run that
+    cannot be made there is skipped with the one-line reason the CLI gives."""
     from lab.ground.errors import SetupError, UsageError
     from lab.ground.spec import Durability, parse_target_settings
+    from lab.library import index_target, label_of, plan_run
+    from lab.pytest_targets import rerun_command
     from lab.run.runner import run_scenario
-    from lab.targets.suite import (
-        RUN_PROPERTY,
-        SUITE_INDEX,
-        append_index,
-        prepare,
-        refusal_check,
-        run_property,
-    )
+    from lab.targets.suite import RUN_PROPERTY, SUITE_INDEX, append_index, run_property
 
     kept = request.config.getoption("--lab-runs-dir")
     own = re.sub(r"[^\w.-]", "_", request.node.name)[:120]
@@ -158,7 +143,7 @@ def lab_run(
             append_index(Path(kept) / SUITE_INDEX, {"test": request.node.nodeid, **entry})
 
     def run(
-        name: str,
+        what: Any,
         backend: str | None = None,
         target: str | None = None,
         seed: int | None = None,
@@ -166,31 +151,40 @@ def lab_run(
         mode: str | None = None,
     ) -> object:
         chosen, node = backend or lab_backend, target or lab_target
-        seed = lab_seed if seed is None else seed
+        incident = isinstance(what, Path)
+        seed = seed if incident else (lab_seed if seed is None else seed)
         wanted: dict[str, object] = dict(
-            scenario=name, target=node, backend=chosen, mode=mode or lab_mode or "", seed=seed
+            scenario=label_of(what), **index_target(node), backend=chosen, seed=seed
         )
+        wanted["mode"] = mode or lab_mode or ""
         try:
             from lab.pytest_hosts import hosts_file
 
-            hosts = hosts_file(request.config) if chosen == "ssh" else None
-            parts = parts_for(name, chosen, node, mode or lab_mode, hosts)
-            spec = parts.scenario.spec(
-                seed, backend=chosen, target=parts.target, durability=durability
-            )
             given = parse_target_settings(request.config.getoption("--lab-target-setting"))
-            spec = spec.with_target_settings(given)
-            refusal_check(spec, parts, tmp_path / "probe")
-            prepare(node)  # Broker-J's distribution, fetched on first use
+            planned = plan_run(
+                what,
+                seed=seed,
+                backend=chosen,
+                target=node,
+                mode=mode if incident else (mode or lab_mode),
+                durability=durability,
+                work_dir=tmp_path / "probe",
+                hosts_file=hosts_file(request.config) if chosen == "ssh" else None,
+                settings=given,
+            )
         except (UsageError, SetupError) as exc:
             index(**wanted, refused=str(exc))
             if isinstance(exc, SetupError):  # something to install was missing
                 skip_unless_ci(str(exc))
             pytest.skip(str(exc))
+        spec = planned.spec
+        wanted.update(scenario=spec.scenario, mode=spec.group.mode, seed=spec.seed)
+        # A Scenario of the test file is run again by its test, not by `lab run`.
+        again = None if planned.registered else rerun_command(request, spec.seed)
         try:
-            outcome = run_scenario(spec, parts, runs_dir)
+            outcome = run_scenario(spec, planned.parts, runs_dir, reproduce=again)
         except Exception:
-            latest = runs_dir / name / "latest"
+            latest = runs_dir / spec.scenario / "latest"
             if (latest / "spec.json").is_file():
                 lab_report(latest)
                 index(**wanted, folder=str(latest.resolve()))

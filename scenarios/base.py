@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
 from lab.ground.cluster_settings import MODES, Mode
@@ -13,7 +13,7 @@ from lab.ground.nodes import BROKER_REF_TRAITS, TargetTraits
 from lab.ground.spec import Durability, GroupSettings, RunSpec, Topology, Workload
 from lab.judge.prediction import Prediction
 
-__all__ = ["WORK_S", "Scenario", "ScheduleFn", "fault_window", "spaced_out", "uniform"]
+__all__ = ["WORK_S", "Scenario", "ScheduleFn", "fault_window", "scheduled", "spaced_out", "uniform"]
 
 # What a bound on the service's return adds to the run's timeouts it names
 # (lab.judge.bounds): the brokers' and the clients' own work on the way back (a new
@@ -102,6 +102,7 @@ class Scenario:
             durability=durability or self.durability,
             workload=self.workload,
             group=self.group,
+            target_version=target.chosen_version,
         )
         schedule = self.schedule(base, random.Random(seed))
         extra = target.restart_allowance_s
@@ -175,6 +176,20 @@ def fault_window(
             params=params,
         ),
     )
+
+
+def scheduled(*faults: FaultOp | Iterable[FaultOp]) -> ScheduleFn:
+    """A schedule that is the same for every seed: these operations (or `fault_window`
+    pairs), for a scenario written by hand (`schedule=scheduled(fault_window(…), …)`)."""
+    ops: list[FaultOp] = []
+    for item in faults:
+        ops.extend([item] if isinstance(item, FaultOp) else item)
+    fixed = tuple(ops)
+
+    def schedule(spec: RunSpec, rng: random.Random) -> tuple[FaultOp, ...]:
+        return fixed
+
+    return schedule
 
 
 def spaced_out(schedule: tuple[FaultOp, ...], extra_s: float) -> tuple[FaultOp, ...]:

@@ -1,10 +1,20 @@
-"""Every scenario the lab can run, by name."""
+"""Every scenario the lab can run, by name: its own (`SCENARIOS`), then those installed
+packages add through the `lab.scenarios` entry point group (lab.ground.plugins).
+
+    scenario_named(name)     a built-in or an entry point's scenario (UsageError: unknown)
+    scenario_source(name)    `built-in`, or the entry point and its package (`lab list`)
+    every_scenario()         (name, scenario, source) for all, each entry point loaded
+    runnable_names()         the names a seed runs (campaigns): all but the incident
+
+An entry point names a `Scenario` (scenarios.base), or a function of no arguments that
+returns one; the scenario's name is the entry point's.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
-from lab.ground.errors import UsageError
+from lab.ground.plugins import SCENARIO_GROUP, Plugin, Registry
 from scenarios.active_passive import REPLICATE_NONE
 from scenarios.active_passive_operators import ROGUE_PROMOTE
 from scenarios.active_passive_self import (
@@ -42,7 +52,16 @@ from scenarios.two_node_group import (
     TWO_NODE_MASTER_FAILURE,
 )
 
-__all__ = ["RUNNABLE", "SCENARIOS", "scenario_named"]
+__all__ = [
+    "REGISTRY",
+    "RUNNABLE",
+    "SCENARIOS",
+    "every_scenario",
+    "registry",
+    "runnable_names",
+    "scenario_named",
+    "scenario_source",
+]
 
 SCENARIOS: Mapping[str, Scenario] = {
     s.name: s
@@ -88,9 +107,43 @@ SCENARIOS: Mapping[str, Scenario] = {
 RUNNABLE: Mapping[str, Scenario] = {n: s for n, s in SCENARIOS.items() if not s.needs_spec}
 
 
+def _scenario_of(plugin: Plugin, loaded: object) -> Scenario:
+    found = loaded() if callable(loaded) else loaded
+    if not isinstance(found, Scenario):
+        raise plugin.refuse(
+            f"names a {type(found).__name__}, not a Scenario (scenarios.base) "
+            "or a function that returns one"
+        )
+    if found.name != plugin.name:
+        raise plugin.refuse(f"its scenario is called {found.name!r}: name the entry point so")
+    return found
+
+
+def _unknown(name: str, known: tuple[str, ...]) -> str:
+    return f"unknown scenario {name!r} (known: {', '.join(sorted(known))}; see `lab list`)"
+
+
+def registry(plugins: Callable[[], tuple[Plugin, ...]] | None = None) -> Registry[Scenario]:
+    """The registry of scenarios: the lab's own, then `plugins` (default: installed ones)."""
+    return Registry(SCENARIO_GROUP, lambda: SCENARIOS, _scenario_of, _unknown, plugins)
+
+
+REGISTRY = registry()
+
+
 def scenario_named(name: str) -> Scenario:
-    try:
-        return SCENARIOS[name]
-    except KeyError:
-        known = ", ".join(sorted(SCENARIOS))
-        raise UsageError(f"unknown scenario {name!r} (known: {known}; see `lab list`)") from None
+    return REGISTRY.get(name)
+
+
+def scenario_source(name: str) -> str:
+    return REGISTRY.source(name)
+
+
+def every_scenario() -> list[tuple[str, Scenario, str]]:
+    return REGISTRY.items()
+
+
+def runnable_names() -> tuple[str, ...]:
+    """The lab's own scenarios a seed runs, then every entry point's name (whether an entry
+    point's runs from a seed is known once it is loaded: `scenario_named`)."""
+    return (*RUNNABLE, *sorted(REGISTRY.plugins()))

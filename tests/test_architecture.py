@@ -36,12 +36,15 @@ LAYERS: dict[str, int] = {
     "lab.compose": 7,
     "lab.reporting": 8,
     "lab.campaign": 8,
+    "lab.library": 8,
     "spark_reports": 8,
     "lab.bench": 9,
     "lab.cli": 10,
     "lab.pytest_plugin": 10,
     "lab.pytest_campaign": 10,
     "lab.pytest_hosts": 10,
+    "lab.pytest_targets": 10,
+    "lab.api": 10,
     "lab.__main__": 10,
 }
 SELF_CONTAINED = ("broker_ref", "clients")

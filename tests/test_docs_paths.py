@@ -21,7 +21,7 @@ from docs_helpers import ROOT
 
 TOP = (
     "lab", "broker_ref", "clients", "faults", "scenarios", "spark_reports", "tests",
-    "scripts", "incidents", "containers", "docs", ".github", ".ci",
+    "scripts", "incidents", "containers", "docs", ".github", ".ci", "examples",
 )  # fmt: skip
 TOP_FILES = ("README.md", "mkdocs.yml", "pyproject.toml", "docker-compose.yml")
 PACKAGES = ("lab", "broker_ref", "clients", "faults", "scenarios", "spark_reports")
@@ -48,7 +48,7 @@ def _sources() -> Iterator[Path]:
     yield ROOT / "README.md"
     yield ROOT / "mkdocs.yml"
     yield from sorted((ROOT / "docs").rglob("*.md"))
-    for folder in (*PACKAGES, "tests", "scripts", "incidents", ".github", ".ci"):
+    for folder in (*PACKAGES, "tests", "scripts", "incidents", ".github", ".ci", "examples"):
         for path in sorted((ROOT / folder).rglob("*")):
             if path.is_file() and (path.suffix in (".py", ".toml", ".sh", ".yml") or
                                    path.parent.name == ".ci"):  # fmt: skip

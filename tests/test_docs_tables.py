@@ -162,3 +162,34 @@ def test_the_machine_reads_the_os_name(tmp_path: Path) -> None:
     assert this_machine(tmp_path / "none").os.startswith("Linux ")
     described = Machine(1, "X", "3.11.2", "none").describe()
     assert described == "1 CPU, X, Python 3.11.2, no Java"
+
+
+def test_two_versions_side_by_side_and_what_changed_between_them(tmp_path: Path) -> None:
+    """One session of two versions (`--lab-target qpid-broker-j@9.1.0,qpid-broker-j`): a
+    column each, oldest first, the scenarios whose verdict changed listed under the table,
+    and a page per version with `--target NAME@VERSION`."""
+    session = tmp_path / "two"
+    for version, verdict in (("9.2.1", "held"), ("9.1.0", "broken")):
+        for scenario, said in (("master-failure", "held"), ("replica-failure", verdict)):
+            result = {"verdict": said, "target_version": version, "violations": ["lost"]}
+            folder = _run(session, f"{scenario}-{version}", scenario, "20261126T090000Z", result)
+            entry = {"test": "t", "scenario": scenario, "folder": str(folder)}
+            where = {"target": "qpid-broker-j", "backend": "process", "target_version": version}
+            append_index(session / SUITE_INDEX, {**where, **entry})
+    cells = collect([session])
+    lines = table(cells)
+    assert lines[0] == (
+        "| scenario | Broker-J 9.1.0, local processes | Broker-J 9.2.1, local processes |"
+    )
+    text = page([session], cells, "lab tables suite two --out x.md", dt.datetime.now(dt.UTC))
+    assert text.startswith("# Scenario suite: Broker-J 9.1.0, Broker-J 9.2.1\n")
+    assert "## Between versions" in text
+    assert "- `replica-failure` (Broker-J, local processes): 9.1.0: broken; 9.2.1: held" in text
+    assert "`master-failure` (" not in text  # held at both: no change
+    out = tmp_path / "older.md"
+    assert main(["tables", "suite", str(session), "--out", str(out), "--target",
+                 "qpid-broker-j@9.1.0"]) == 0  # fmt: skip
+    older = out.read_text()
+    assert "| scenario | Broker-J 9.1.0, local processes |" in older
+    assert "9.2.1" not in older.split("| scenario |")[1] and "Between versions" not in older
+    assert main(["tables", "suite", str(session), "--out", str(out), "--target", "artemis"]) == 2

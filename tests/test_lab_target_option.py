@@ -79,7 +79,35 @@ def test_the_target_and_mode_default_to_broker_ref_and_the_scenarios_own(
     chosen.stdout.fnmatch_lines(["*TARGET=qpid-broker-j MODE=active-passive*"])
     wrong = pytester.runpytest("--lab-target", "qpid-broker-c")
     assert wrong.ret == pytest.ExitCode.USAGE_ERROR
-    wrong.stderr.fnmatch_lines(["*--lab-target: invalid choice: 'qpid-broker-c'*"])
+    wrong.stderr.fnmatch_lines(
+        ["*--lab-target qpid-broker-c: unknown target 'qpid-broker-c' (known: broker_ref, *"]
+    )
+    versionless = pytester.runpytest("--lab-target", "broker_ref@1.0")
+    assert versionless.ret == pytest.ExitCode.USAGE_ERROR
+    versionless.stderr.fnmatch_lines(["*'broker_ref' has no versions to choose from: drop @1.0*"])
+
+
+def test_several_targets_run_each_test_once_on_each(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        "import pytest\n"
+        "@pytest.mark.parametrize('name', ['a', 'b'])\n"
+        "def test_it(name, lab_target, request):\n"
+        "    assert request.node.name == f'test_it[{name}-{lab_target}]'\n"
+        "def test_without_the_lab():\n    pass\n"
+    )
+    both = pytester.runpytest("--lab-target", "broker_ref,x@1")
+    assert both.ret == pytest.ExitCode.USAGE_ERROR  # an unknown target among them
+    both = pytester.runpytest("-v", "--lab-target", "broker_ref,qpid-broker-j@9.1.0")
+    both.assert_outcomes(passed=5)
+    both.stdout.fnmatch_lines(  # one scenario on every target, then the next
+        [
+            "*test_it?a-broker_ref? PASSED*",
+            "*test_it?a-qpid-broker-j@9.1.0? PASSED*",
+            "*test_it?b-broker_ref? PASSED*",
+            "*test_it?b-qpid-broker-j@9.1.0? PASSED*",
+            "*test_without_the_lab PASSED*",
+        ]
+    )
 
 
 FAKE_OUTCOME = """
@@ -153,6 +181,7 @@ def test_the_index_names_the_test_and_what_it_asked_for(
     assert entry == {
         "scenario": "primary-failure",
         "target": "qpid-broker-j",
+        "target_version": "9.2.1",  # the version it would have run
         "backend": "process",
         "mode": "",
         "seed": DEFAULT_SEED,
@@ -161,3 +190,39 @@ def test_the_index_names_the_test_and_what_it_asked_for(
     }
     assert isinstance(entry["load"], float)
     assert entry["refused"].startswith("Apache Qpid Broker-J has no active-passive mode")
+
+
+WRITTEN_HERE = """
+from pathlib import Path
+from lab.api import Prediction, Scenario, Topology, fault_window, scheduled
+
+FOUR = Scenario(
+    name="four-nodes", summary="s", prediction=Prediction("p"),
+    schedule=scheduled(fault_window("kill", "@master", 1.0, 1.0, "f1")),
+    topology=Topology(nodes=4),
+)
+
+
+def test_a_scenario_object(lab_run):
+    lab_run(FOUR)
+
+
+def test_an_incident_file(lab_run):
+    incident = Path("four.toml")
+    incident.write_text("[topology]\\nnodes = 4\\n")
+    lab_run(incident)
+"""
+
+
+def test_lab_run_takes_a_scenario_object_and_an_incident_file(
+    pytester: pytest.Pytester, tmp_path: Path
+) -> None:
+    """Refused as `lab run` refuses them (broker_ref forms no group of four), before
+    anything starts; what a session keeps names them."""
+    pytester.makepyfile(WRITTEN_HERE)
+    runs = tmp_path / "kept"
+    result = pytester.runpytest("-rs", "--lab-runs-dir", str(runs))
+    result.assert_outcomes(skipped=2)
+    entries = read_index(runs / SUITE_INDEX)
+    assert {e["scenario"] for e in entries} == {"four-nodes", "four"}
+    assert {e["refused"] for e in entries} == {"broker_ref runs groups of 1, 2, 3, 5 nodes, not 4"}

@@ -49,7 +49,8 @@ def estimate_s(cell: Cell, hosts_file: Path | None = None) -> float:
     scenario = parts.scenario
     faults = len(scenario.spec(0).schedule) // 2 if scenario.paced else 1
     load = scenario.load_s(parts.target.restart_allowance_s, faults)
-    extra = _JVM_S if cell.target != "broker_ref" else 0.0
+    # A target whose nodes restart slower than broker_ref's (a JVM) starts and stops slower.
+    extra = _JVM_S if parts.target.restart_allowance_s else 0.0
     return load + _START_STOP_S.get(cell.backend, 35.0) + extra
 
 

@@ -160,7 +160,8 @@ class Failure:
         return Failure(
             id=failure_id(spec),
             scenario=str(spec["scenario"]),
-            target=str(spec.get("target", "broker_ref")),
+            target=str(spec.get("target", "broker_ref"))
+            + (f"@{spec['target_version']}" if spec.get("target_version") else ""),
             backend=str(spec.get("backend", "process")),
             mode=str(spec.get("group", {}).get("mode", "replicated-group")),
             seed=int(spec["seed"]),

@@ -25,9 +25,10 @@ from pathlib import Path
 from lab.compose import parts_for
 from lab.ground.cluster_settings import MODES
 from lab.ground.errors import UsageError
-from lab.ground.spec import BACKENDS, MAX_SEED, TARGETS
+from lab.ground.spec import BACKENDS, MAX_SEED, split_target
+from lab.targets.catalog import target_names
 from lab.targets.suite import refusal_check
-from scenarios.catalog import RUNNABLE
+from scenarios.catalog import runnable_names, scenario_named
 
 __all__ = ["GUIDES", "CampaignRequest", "Cell", "Draw", "Shard", "nightly_seed", "parse_budget"]
 
@@ -78,7 +79,7 @@ class Cell:
     """What one run of a campaign runs: a scenario on a target and backend, in a mode."""
 
     scenario: str
-    target: str
+    target: str  # NAME or NAME@VERSION (lab.targets.catalog)
     backend: str
     mode: str
 
@@ -127,9 +128,12 @@ class CampaignRequest:
     def __post_init__(self) -> None:
         if not self.scenarios or not self.targets or not self.backends:
             raise UsageError("a campaign needs at least one scenario, target and backend")
-        _names(self.scenarios, list(RUNNABLE), "scenario")
-        _names(self.targets, list(TARGETS), "target")
+        _names(self.scenarios, runnable_names(), "scenario")
+        _names(tuple(split_target(t)[0] for t in self.targets), target_names(), "target")
         _names(self.backends, list(BACKENDS), "backend")
+        for name in self.scenarios:
+            if scenario_named(name).needs_spec:  # an entry point's, known once it is loaded
+                raise UsageError(f"scenario {name!r} runs an incident file, not a seed")
         _names(self.modes, list(MODES), "mode")
         if self.jobs < 1:
             raise UsageError(f"--jobs {self.jobs}: at least one run at a time")
@@ -148,7 +152,7 @@ class CampaignRequest:
         runnable: list[Cell] = []
         skipped: list[str] = []
         for scenario in self.scenarios:
-            own = RUNNABLE[scenario]
+            own = scenario_named(scenario)
             for mode in self.modes or (None,):
                 for target in self.targets:
                     for backend in self.backends:

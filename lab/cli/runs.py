@@ -34,7 +34,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Comman
     run.add_argument(
         "--hosts", type=Path, metavar="FILE", help="the hosts file of --backend ssh (docs/hosts.md)"
     )
-    run.add_argument("--target", help="broker_ref (default), qpid-broker-j or artemis")
+    run.add_argument(
+        "--target",
+        metavar="NAME[@VERSION]",
+        help="broker_ref (default), qpid-broker-j, artemis, or a target of `lab list`; "
+        "qpid-broker-j@9.1.0 runs that version",
+    )
     run.add_argument(
         "--target-setting",
         action="append",
@@ -69,7 +74,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Comman
     replay.add_argument("--runs-dir", type=Path, help="default: the runs folder it came from")
     replay.add_argument("--hosts", type=Path, metavar="FILE", help="a run on hosts: its hosts file")
 
-    sub.add_parser("list", help="list the scenarios")
+    sub.add_parser("list", help="list the scenarios and targets, and where each comes from")
 
     check = sub.add_parser("check", help="check a history (or a run folder) for lost messages")
     check.add_argument("path", type=Path)
@@ -127,7 +132,7 @@ def _run_incident(args: argparse.Namespace) -> int:
             f"{extra}: an incident file gives its own settings (only --runs-dir and --hosts)"
         )
     spec = load_incident(args.spec)
-    parts = parts_for(spec.scenario, spec.backend, spec.target, spec.group.mode, args.hosts)
+    parts = parts_for(spec.scenario, spec.backend, spec.target_ref, spec.group.mode, args.hosts)
     return _execute(spec, parts, args.runs_dir)
 
 
@@ -144,7 +149,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     # A spec.json edited by hand is checked field by field, as an incident file is.
     spec = load_edited_spec(source.read_spec(), source.spec)
     try:
-        parts = parts_for(spec.scenario, spec.backend, spec.target, spec.group.mode, args.hosts)
+        parts = parts_for(spec.scenario, spec.backend, spec.target_ref, spec.group.mode, args.hosts)
     except UsageError as exc:
         raise InputError(f"{source.spec}: {exc}") from None
     runs_dir = args.runs_dir or source.path.parent.parent
@@ -214,12 +219,40 @@ def _execute(spec: RunSpec, parts: RunParts, runs_dir: Path) -> int:
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
-    from scenarios.catalog import SCENARIOS
+    """The scenarios, then the targets: the lab's own and installed packages' (each line
+    says where it comes from; one whose entry point cannot be loaded says why)."""
+    from lab.ground.errors import PluginError
+    from lab.ground.plugins import BUILT_IN
+    from lab.targets.catalog import make_target, target_names, target_source
+    from lab.targets.protocol import Versioned
+    from scenarios.catalog import REGISTRY
 
-    width = max(len(name) for name in SCENARIOS)
-    for name, scenario in sorted(SCENARIOS.items()):
+    names = sorted(REGISTRY.names())
+    width = max(len(name) for name in names)
+    for name in names:
+        source = REGISTRY.source(name)
+        shown = "" if source == BUILT_IN else f"  [{source}]"
+        try:
+            scenario = REGISTRY.get(name)
+        except PluginError as exc:
+            print(f"{name:<{width}}  {'?':<33}  cannot be loaded: {exc}{shown}")
+            continue
         modes = " + ".join(scenario.modes)
-        print(f"{name:<{width}}  {modes:<33}  {scenario.summary}")
+        print(f"{name:<{width}}  {modes:<33}  {scenario.summary}{shown}")
+    print("\ntargets (`--target NAME`, or NAME@VERSION for one with versions):")
+    width = max(len(name) for name in target_names())
+    for name in target_names():
+        try:
+            target = make_target(name)
+        except PluginError as exc:
+            print(f"  {name:<{width}}  cannot be loaded: {exc}")
+            continue
+        versions = (
+            f"; versions: default {target.default_version}, others fetched on first use"
+            if isinstance(target, Versioned)
+            else ""
+        )
+        print(f"  {name:<{width}}  {target_source(name)}{versions}")
     return 0
 
 

@@ -1,10 +1,10 @@
 """`lab tables`: results tables as generated pages (docs/observed/), made from files.
 
-lab tables suite RUNS_DIR… --out PAGE [--baseline RATES]
-    scenario-suite sessions → a verdict page with the rates over seeds; beside PAGE its
-    rates as JSON (PAGE with .json), which the next page made at PAGE compares with (or
-    --baseline RATES, another page's JSON): a page made again from the same sessions keeps
-    the comparison it had
+lab tables suite RUNS_DIR… --out PAGE [--baseline RATES] [--target NAME[@VERSION]]
+    scenario-suite sessions → a verdict page with the rates over seeds (only one target's
+    runs, or one version's, with --target); beside PAGE its rates as JSON (PAGE with .json),
+    which the next page made at PAGE compares with (or --baseline RATES, another page's
+    JSON): a page made again from the same sessions keeps the comparison it had
 """
 
 from __future__ import annotations
@@ -35,13 +35,24 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Comman
         metavar="RATES",
         help="compare with these rates (a page's .json; default: the one beside --out)",
     )
+    suite.add_argument(
+        "--target",
+        metavar="NAME[@VERSION]",
+        help="only this target's runs (or one version's: a session of several)",
+    )
     return {"tables": _cmd_tables}
 
 
 def _cmd_tables(args: argparse.Namespace) -> int:
     from lab.ground.files import write_text
     from lab.reporting.suite_rates import Baseline, tally
-    from lab.reporting.suite_table import check_folders, collect, declared_deviations, page
+    from lab.reporting.suite_table import (
+        check_folders,
+        collect,
+        declared_deviations,
+        only,
+        page,
+    )
 
     if not args.out.parent.is_dir():
         raise UsageError(f"--out {args.out}: no folder {args.out.parent}")
@@ -53,7 +64,9 @@ def _cmd_tables(args: argparse.Namespace) -> int:
         published, compared = Baseline.read(args.baseline or rates_file)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    cells = collect(args.folders)
+    cells = only(collect(args.folders), args.target)
+    if not cells:
+        raise UsageError(f"--target {args.target}: no runs of it in these folders")
     made = dt.datetime.now(dt.UTC)
     folders = tuple(str(f) for f in args.folders)
     # The same sessions again: keep what they were compared with, not themselves.
@@ -62,6 +75,7 @@ def _cmd_tables(args: argparse.Namespace) -> int:
         before = published
     shown = " ".join(str(f) for f in args.folders)
     command = f"lab tables suite {shown} --out {args.out}"
+    command += f" --target {args.target}" * (args.target is not None)
     text = page(args.folders, cells, command, made, declared_deviations, before)
     records = (c.record() for c in cells if c.verdict is not None)
     rates = Baseline(made, tuple(tally(records)), folders)

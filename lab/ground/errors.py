@@ -5,6 +5,7 @@
     ├── InputError                a file the lab was given cannot be read (names file and line)
     ├── SetupError                something the lab needs is missing (Toxiproxy, Go, a package)
     ├── DiskFullError             a folder the lab writes into is full (or refused a write)
+    ├── PluginError               an installed package's scenario or target (entry point) is wrong
     └── ClusterError              the cluster could not be started or reached
         └── PortClashError        a port the lab was told to use is taken
 
@@ -18,6 +19,7 @@ __all__ = [
     "DiskFullError",
     "InputError",
     "LabError",
+    "PluginError",
     "PortClashError",
     "SetupError",
     "UsageError",
@@ -42,6 +44,11 @@ class SetupError(LabError):
 
 class DiskFullError(LabError):
     """A folder the lab writes into has no room (or refused a write); the message names it."""
+
+
+class PluginError(LabError):
+    """An entry point of an installed package (`lab.scenarios`, `lab.targets`) cannot be
+    loaded, or names something that is not a scenario or a target; the message names it."""
 
 
 class ClusterError(LabError):

@@ -103,6 +103,15 @@ class TargetTraits:
     # The defaults of its own settings (group.target_context.<name>): a deviation declared
     # for some settings applies to a run that has them, given or by default.
     settings: tuple[tuple[str, str], ...] = ()
+    # The version the nodes run, and the target's default one (None: a target without
+    # versions to choose from, as broker_ref, part of the lab).
+    version: str | None = None
+    default_version: str | None = None
+
+    @property
+    def chosen_version(self) -> str | None:
+        """The version a run's spec records: None at the target's default."""
+        return None if self.version == self.default_version else self.version
 
 
 BROKER_REF_TRAITS = TargetTraits()  # the target the predictions' bounds are set for

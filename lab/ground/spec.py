@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
@@ -31,8 +32,11 @@ __all__ = [
     "git_revision",
     "parse_seed",
     "parse_target_settings",
+    "split_target",
 ]
 
+# The lab's own backends and targets. Targets are also added by installed packages (entry
+# points): the registry that knows them all is lab.targets.catalog.
 BACKENDS = ("process", "docker", "ssh")
 TARGETS = ("broker_ref", "qpid-broker-j", "artemis")
 SPEC_VERSION = 1
@@ -260,6 +264,16 @@ class RunSpec:
     schedule: tuple[FaultOp, ...] = ()
     lab_version: str = __version__
     git_revision: str | None = None
+    # The target's version when it is not the target's default (None: the default; absent
+    # from spec.json then, so a spec and its failure database id stay as they were).
+    target_version: str | None = None
+
+    @property
+    def target_ref(self) -> str:
+        """The target as the command line names it: `qpid-broker-j@9.1.0`, or its name."""
+        return (
+            self.target if self.target_version is None else f"{self.target}@{self.target_version}"
+        )
 
     def with_schedule(self, schedule: tuple[FaultOp, ...]) -> RunSpec:
         """This spec with `schedule`, in its canonical form (as spec.json holds it)."""
@@ -288,6 +302,7 @@ class RunSpec:
             "schedule": [op.to_json() for op in self.schedule],
             "lab_version": self.lab_version,
             "git_revision": self.git_revision,
+            **({} if self.target_version is None else {"target_version": self.target_version}),
         }
 
     @staticmethod
@@ -305,6 +320,7 @@ class RunSpec:
                 schedule=ops_from_json(list(raw.get("schedule", []))),
                 lab_version=str(raw.get("lab_version", __version__)),
                 git_revision=raw.get("git_revision"),
+                target_version=_version_or_none(raw.get("target_version")),
             )
         except (KeyError, TypeError, ValueError, UsageError) as exc:
             raise InputError(f"{source}: not a valid run spec: {exc}") from exc
@@ -322,6 +338,30 @@ def parse_target_settings(pairs: list[str] | None) -> dict[str, str]:
             )
         found[key.strip()] = value.strip()
     return found
+
+
+_VERSION = re.compile(r"^[0-9A-Za-z][0-9A-Za-z._+-]*$")
+
+
+def _version_or_none(raw: object) -> str | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, str) or not _VERSION.match(raw):
+        raise ValueError(f"target_version: {raw!r} is not a version (e.g. 9.1.0)")
+    return raw
+
+
+def split_target(ref: str) -> tuple[str, str | None]:
+    """`NAME@VERSION` (or `NAME`) as (name, version); a UsageError for a bad version."""
+    name, at, version = ref.partition("@")
+    if not at:
+        return ref, None
+    if not name or not _VERSION.match(version):
+        raise UsageError(
+            f"target {ref!r}: write NAME@VERSION, e.g. qpid-broker-j@9.1.0 "
+            "(a version is letters, digits, dots and dashes)"
+        )
+    return name, version
 
 
 def parse_seed(text: str) -> int:

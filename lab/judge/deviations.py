@@ -5,8 +5,9 @@ declared as data (one TOML file per target, in the target's folder), and recogni
     Observation.gather(verdict, check, metrics, events, folder, needles) → Observation
     assess(declared, observation, source) → DeviationOutcome | None
 
-A declaration names its scenario (and, optionally, the backends, modes and target settings,
-`settings = { activation = "quorum-voting" }` (defaults: the target's), it was seen with),
+A declaration names its scenario (and, optionally, the backends, modes, target versions
+(`versions = ["9.2.1"]`; a run at another version is not matched by it) and target settings
+(`settings = { activation = "quorum-voting" }`; defaults: the target's) it was seen with),
 what the documents predict, what was observed, the evidence and the command that shows it,
 how often suite sessions saw it (`seen`, lab.judge.seen_rates), and a matcher over the
 run's judgement, a small vocabulary:
@@ -213,13 +214,22 @@ class Deviation:
     modes: tuple[str, ...] = ()  # empty: every mode
     seen: tuple[SeenRate, ...] = ()  # its rates in suite sessions, per backend
     settings: tuple[tuple[str, str], ...] = ()  # the target's settings it applies to
+    versions: tuple[str, ...] = ()  # the target's versions it was seen on; empty: every one
 
-    def applies_to(self, scenario: str, backend: str, mode: str, given: Settings = None) -> bool:
+    def applies_to(
+        self,
+        scenario: str,
+        backend: str,
+        mode: str,
+        given: Settings = None,
+        version: str | None = None,
+    ) -> bool:
         return (
             self.scenario == scenario
             and (not self.backends or backend in self.backends)
             and (not self.modes or mode in self.modes)
             and all((given or {}).get(k) == v for k, v in self.settings)
+            and (not self.versions or version in self.versions)
         )
 
 
@@ -232,10 +242,18 @@ class Declarations:
     deviations: tuple[Deviation, ...] = ()
 
     def for_run(
-        self, scenario: str, backend: str, mode: str, given: Settings = None
+        self,
+        scenario: str,
+        backend: str,
+        mode: str,
+        given: Settings = None,
+        version: str | None = None,
     ) -> tuple[Deviation, ...]:
-        """`given`: the run's target settings, with the target's defaults."""
-        return tuple(d for d in self.deviations if d.applies_to(scenario, backend, mode, given))
+        """`given`: the run's target settings, with the target's defaults; `version`: the
+        version the target ran."""
+        return tuple(
+            d for d in self.deviations if d.applies_to(scenario, backend, mode, given, version)
+        )
 
     def needles(self) -> tuple[str, ...]:
         """Every text some declaration looks for in the nodes' logs."""
@@ -304,7 +322,7 @@ def assess(
 
 _TOP = {"target", "deviation"}
 _FIELDS = {"id", "scenario", "predicted", "observed", "evidence", "command"}
-_FIELDS |= {"backends", "modes", "seen", "settings"}
+_FIELDS |= {"backends", "modes", "seen", "settings", "versions"}
 _REQUIRED = ("id", "scenario", "predicted", "observed", "evidence", "command")
 _MATCH = {"verdicts", "violations", "allow", "check", "longest_gap_s"} | {
     "codes_seen",
@@ -369,6 +387,7 @@ def _deviation(raw: Any, where: str) -> Deviation:
         modes=_strings(raw.get("modes", []), f"{where}.modes"),
         seen=parse_seen(raw.get("seen", []), where),
         settings=_settings(raw.get("settings", {}), f"{where}.settings"),
+        versions=_strings(raw.get("versions", []), f"{where}.versions"),
     )
 
 

@@ -4,7 +4,8 @@
     RunResult.judged(spec, judgement, reproduce).write(path)    a run that ended
     RunResult.failed(spec, error, reproduce).write(path)        a run that did not
 
-result.json holds: `v`, scenario, seed, target, backend, mode, verdict (held / broken /
+result.json holds: `v`, scenario, seed, target (and `target_version`, the version it ran,
+for a target that has versions), backend, mode, verdict (held / broken /
 unknown / deviation / interrupted), reasons and the kind of each violation (`violations`:
 `lost`, `two-masters` …; `error` for a run that did not finish), the prediction's text,
 the checker's result (docs/run-folder.md), the metrics, the command that reproduces the
@@ -91,6 +92,7 @@ class Judgement:
     declarations: Declarations | None = None
     observation: Observation | None = None
     defaults: tuple[tuple[str, str], ...] = ()  # the target's own settings' defaults
+    target_version: str | None = None  # the version the target ran (None: it has none)
 
     def deviation(
         self, scenario: str, backend: str, mode: str, settings: Mapping[str, str] | None = None
@@ -100,7 +102,9 @@ class Judgement:
         if self.declarations is None or self.observation is None:
             return None
         given = {**dict(self.defaults), **(settings or {})}
-        declared = self.declarations.for_run(scenario, backend, mode, given)
+        declared = self.declarations.for_run(
+            scenario, backend, mode, given, version=self.target_version
+        )
         return assess(declared, self.observation, self.declarations.source)
 
 
@@ -120,10 +124,12 @@ def judge_run(
     metrics = run_metrics(operations, observed)
     verdict = prediction.judge(check, observed, metrics, target, operations, timings)
     if target.deviations is None:
-        return Judgement(prediction, check, metrics, verdict)
+        return Judgement(prediction, check, metrics, verdict, target_version=target.version)
     declared = load_declarations(Path(target.deviations))
     seen = Observation.gather(verdict, check, metrics, observed, events.parent, declared.needles())
-    return Judgement(prediction, check, metrics, verdict, declared, seen, target.settings)
+    return Judgement(
+        prediction, check, metrics, verdict, declared, seen, target.settings, target.version
+    )
 
 
 @dataclass(frozen=True)
@@ -186,6 +192,7 @@ class RunResult:
     replay: ReplayOf | None = None
     interrupted: Interruption | None = None
     deviation: DeviationOutcome | None = None
+    target_version: str | None = None
 
     @staticmethod
     def judged(
@@ -210,6 +217,7 @@ class RunResult:
             metrics=judgement.metrics,
             replay=replay,
             deviation=deviation,
+            target_version=judgement.target_version,
         )
 
     @staticmethod
@@ -229,6 +237,7 @@ class RunResult:
             violations=("error",),
             error=f"{type(error).__name__}: {error}",
             replay=replay,
+            target_version=spec.target_version,
         )
 
     @staticmethod
@@ -256,6 +265,9 @@ class RunResult:
             metrics=None if judgement is None else judgement.metrics,
             replay=replay,
             interrupted=how,
+            target_version=spec.target_version
+            if judgement is None
+            else (judgement.target_version or spec.target_version),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -264,6 +276,7 @@ class RunResult:
             "scenario": self.scenario,
             "seed": self.seed,
             "target": self.target,
+            **({} if self.target_version is None else {"target_version": self.target_version}),
             "backend": self.backend,
             "mode": self.mode,
             "verdict": self.verdict,

@@ -31,6 +31,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import json
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,7 +63,7 @@ BACKEND_NAMES = {"process": "local processes", "docker": "containers"}
 
 @dataclass(frozen=True)
 class Cell:
-    """One run or one refusal of a scenario on a target and backend."""
+    """One run or one refusal of a scenario on a target (at a version) and backend."""
 
     scenario: str
     target: str
@@ -73,6 +74,12 @@ class Cell:
     deviation: str | None = None  # the declaration a `deviation` verdict reproduced
     gap_s: float | None = None  # the run's longest gap between acknowledged sends
     mode: str = ""
+    version: str | None = None  # the target's version (None: none, or not recorded)
+
+    @property
+    def ref(self) -> str:
+        """The target as the rates count it: `NAME`, or `NAME@VERSION` when recorded."""
+        return self.target if self.version is None else f"{self.target}@{self.version}"
 
     def record(self) -> RunRecord:
         """The run as the rates count it: a verdict other than the judge's (a run that was
@@ -81,12 +88,12 @@ class Cell:
         outcome = self.verdict if self.verdict in counted else "unknown"
         gap = self.gap_s
         return RunRecord(
-            self.scenario, self.target, self.backend, self.seed, outcome, self.deviation, gap,
+            self.scenario, self.ref, self.backend, self.seed, outcome, self.deviation, gap,
             self.mode,
         )  # fmt: skip
 
 
-# A target's declared deviations for a scenario, backend and mode.
+# A target's (`NAME[@VERSION]`) declared deviations for a scenario, backend and mode.
 Declared = Callable[[str, str, str, str], Sequence[Deviation]]
 
 
@@ -137,17 +144,30 @@ def _run_cell(
     result: dict[str, Any] | None,
     seed: int | None = None,
     mode: str = "",
+    version: str | None = None,
 ) -> Cell:
     if result is None:
-        return Cell(scenario, target, backend, describe(None), seed, "unknown", mode=mode)
+        said = describe(None)
+        return Cell(scenario, target, backend, said, seed, "unknown", mode=mode, version=version)
+    version = _version(result.get("target_version") or version)
     verdict = str(result.get("verdict", "unknown"))
     deviation = (result.get("deviation") or {}).get("id") if verdict == "deviation" else None
     gap = (result.get("metrics") or {}).get("unavailable_longest_s")
     return Cell(
         scenario, target, backend, describe(result), result.get("seed", seed), verdict,
         None if deviation is None else str(deviation), None if gap is None else float(gap),
-        str(result.get("mode") or mode),
+        str(result.get("mode") or mode), version,
     )  # fmt: skip
+
+
+def _version(raw: Any) -> str | None:
+    return None if raw is None else str(raw)
+
+
+def _target(entry: dict[str, Any]) -> tuple[str, str | None]:
+    """An index line's target and version (`target_version`, or `NAME@VERSION`)."""
+    name, _, version = str(entry.get("target")).partition("@")
+    return name, _version(entry.get("target_version") or version or None)
 
 
 def collect(folders: Sequence[Path]) -> list[Cell]:
@@ -163,28 +183,46 @@ def collect(folders: Sequence[Path]) -> list[Cell]:
                     cells.append(_run_cell(str(result["scenario"]), target, backend, result))
             continue
         for entry in read_index(index):
-            scenario, target = str(entry.get("scenario")), str(entry.get("target"))
+            scenario, (target, version) = str(entry.get("scenario")), _target(entry)
             backend, mode = str(entry.get("backend")), str(entry.get("mode") or "")
             if "refused" in entry:
-                refused = f"refused: {entry['refused']}"
-                cells.append(Cell(scenario, target, backend, refused, mode=mode))
+                said = f"refused: {entry['refused']}"
+                cells.append(Cell(scenario, target, backend, said, mode=mode, version=version))
             elif "folder" in entry:
                 result = _result(Path(str(entry["folder"])))
                 seed = entry.get("seed")
                 seed = seed if isinstance(seed, int) else None
-                cells.append(_run_cell(scenario, target, backend, result, seed, mode))
+                cells.append(_run_cell(scenario, target, backend, result, seed, mode, version))
     return cells
 
 
-def _column(target: str, backend: str) -> str:
-    return f"{TARGET_NAMES.get(target, target)}, {BACKEND_NAMES.get(backend, backend)}"
+def only(cells: Sequence[Cell], ref: str | None) -> list[Cell]:
+    """The cells of one target (`NAME`) or of one version of it (`NAME@VERSION`)."""
+    if ref is None:
+        return list(cells)
+    name, _, version = ref.partition("@")
+    return [c for c in cells if c.target == name and (not version or c.version == version)]
 
 
-def _columns(cells: Sequence[Cell]) -> list[tuple[str, str]]:
-    """The targets and backends, each target's process before its docker."""
+def target_title(target: str, version: str | None) -> str:
+    """`Broker-J 9.1.0`: a target's name as the tables write it, with its version."""
+    return TARGET_NAMES.get(target, target) + (f" {version}" if version else "")
+
+
+def _column(target: str, version: str | None, backend: str) -> str:
+    return f"{target_title(target, version)}, {BACKEND_NAMES.get(backend, backend)}"
+
+
+def _version_key(version: str | None) -> tuple[tuple[int, int | str], ...]:
+    parts = re.split(r"[.-]", version or "")
+    return tuple((0, int(p)) if p.isdigit() else (1, p) for p in parts)
+
+
+def _columns(cells: Sequence[Cell]) -> list[tuple[str, str | None, str]]:
+    """Target, then version (oldest first), then backend (process before docker)."""
     rank = {name: i for i, name in enumerate(BACKEND_NAMES)}
-    keys = {(c.target, c.backend) for c in cells}
-    return sorted(keys, key=lambda k: (k[0], rank.get(k[1], 99), k[1]))
+    found = {(c.target, c.version, c.backend) for c in cells}
+    return sorted(found, key=lambda k: (k[0], _version_key(k[1]), rank.get(k[2], 99), k[2]))
 
 
 def _scenarios(cells: Sequence[Cell]) -> list[str]:
@@ -234,17 +272,17 @@ def rates_table(
     ]
     counted = {t.key: t for t in tally(c.record() for c in cells if c.verdict is not None)}
     for scenario in _scenarios(cells):
-        for target, backend in _columns(cells):
-            column = _column(target, backend)
-            found = counted.get((scenario, target, backend))
+        for target, version, backend in _columns(cells):
+            column = _column(target, version, backend)
+            ref = target if version is None else f"{target}@{version}"
+            found = counted.get((scenario, ref, backend))
             if found is not None:
-                said = flags(found, declared(target, scenario, backend, found.mode), before)
+                said = flags(found, declared(ref, scenario, backend, found.mode), before)
                 lines.append(_rate_row(scenario, column, found, said))
                 continue
+            where = (scenario, target, version, backend)
             refusals = {
-                c.text
-                for c in cells
-                if (c.scenario, c.target, c.backend) == (scenario, target, backend)
+                c.text for c in cells if (c.scenario, c.target, c.version, c.backend) == where
             }
             for text in sorted(refusals):
                 shown = text.replace("|", "\\|")
@@ -253,8 +291,8 @@ def rates_table(
 
 
 def table(cells: Sequence[Cell]) -> list[str]:
-    """The Markdown table: a row per scenario (the catalog's order), a column per target and
-    backend (process before docker)."""
+    """The Markdown table: a row per scenario (the catalog's order), a column per target,
+    version and backend (process before docker)."""
     columns = _columns(cells)
     scenarios = _scenarios(cells)
     lines = [
@@ -263,10 +301,9 @@ def table(cells: Sequence[Cell]) -> list[str]:
     ]
     for scenario in scenarios:
         row = []
-        for target, backend in columns:
-            mine = [
-                c for c in cells if (c.scenario, c.target, c.backend) == (scenario, target, backend)
-            ]
+        for target, version, backend in columns:
+            where = (scenario, target, version, backend)
+            mine = [c for c in cells if (c.scenario, c.target, c.version, c.backend) == where]
             texts = list(dict.fromkeys(c.text for c in mine if c.seed is None))
             texts += [f"seed {c.seed}: {c.text}" for c in mine if c.seed is not None]
             row.append("<br>".join(t.replace("|", "\\|") for t in texts) or "—")
@@ -289,9 +326,13 @@ def _declarations(target: str) -> Declarations | None:
 
 
 def declared_deviations(target: str, scenario: str, backend: str, mode: str) -> list[Deviation]:
-    """The deviations `target` declares for a run of `scenario` on `backend` in `mode`."""
-    found = _declarations(target)
-    return [] if found is None else list(found.for_run(scenario, backend, mode))
+    """The deviations `target` (`NAME[@VERSION]`) declares for a run of `scenario` on
+    `backend` in `mode` (at the version named, else the target's own)."""
+    name, _, version = target.partition("@")
+    found = _declarations(name)
+    if found is None:
+        return []
+    return list(found.for_run(scenario, backend, mode, version=version or None))
 
 
 def _no_declarations(target: str, scenario: str, backend: str, mode: str) -> list[Deviation]:
@@ -307,9 +348,9 @@ def page(
     before: Baseline | None = None,
 ) -> str:
     """The generated page: what made it, each session's dates, load and machine, the rates
-    (compared with the declared deviations' and those published `before`), every run."""
-    targets = sorted({c.target for c in cells})
-    title = ", ".join(TARGET_NAMES.get(t, t) for t in targets)
+    (compared with the declared deviations' and those published `before`), every run, and
+    where two versions of a target differ."""
+    title = ", ".join(dict.fromkeys(target_title(t, v) for t, v, _ in _columns(cells)))
     lines = [
         f"# Scenario suite: {title}",
         "",
@@ -328,8 +369,32 @@ def page(
     compared = "" if before is None else f", compared with the rates of {before.day}"
     rates, _ = rates_table(cells, declared, before)
     lines += ["", f"## Rates over seeds{compared}", "", *rates, "", *RATES_LEGEND]
-    lines += ["", "## Every run", "", *table(cells), "", *LEGEND]
+    lines += ["", "## Every run", "", *table(cells), "", *version_changes(cells), *LEGEND]
     return "\n".join(lines) + "\n"
+
+
+def version_changes(cells: Sequence[Cell]) -> list[str]:
+    """A section listing the scenarios whose verdicts differ between versions of a target on
+    one backend (none when the cells hold one version each)."""
+    verdicts: dict[tuple[str, str, str], dict[str | None, set[str]]] = {}
+    for c in cells:
+        key = (c.target, c.backend, c.scenario)
+        verdicts.setdefault(key, {}).setdefault(c.version, set()).add(c.verdict or "refused")
+    changed = []
+    for (target, backend, scenario), by_version in verdicts.items():
+        if len(by_version) > 1 and len({frozenset(v) for v in by_version.values()}) > 1:
+            ordered = sorted(by_version, key=_version_key)
+            said = "; ".join(f"{v or '?'}: {', '.join(sorted(by_version[v]))}" for v in ordered)
+            changed.append(f"- `{scenario}` ({_column(target, None, backend)}): {said}")
+    versions = {(c.target, c.backend, c.version) for c in cells}
+    if len(versions) == len({(t, b) for t, b, _ in versions}):
+        return []
+    head = ["## Between versions", ""]
+    if not changed:
+        return [*head, "Every scenario has the same verdicts at every version.", ""]
+    order = {name: i for i, name in enumerate(SCENARIOS)}
+    changed.sort(key=lambda line: order.get(line.split("`")[1], len(order)))
+    return [*head, "The scenarios whose verdicts differ between versions:", "", *changed, ""]
 
 
 RATES_LEGEND = (

@@ -96,13 +96,18 @@ class NoCluster:
         return {}
 
 
+def _nothing_to_prepare() -> None:
+    return None
+
+
 @dataclass(frozen=True)
 class RunParts:
     """What a run is made of besides its spec: the scenario (its prediction), what the
     target is like (its traits), how to make the cluster (on the hosts backend, from the
-    hosts file `hosts_file`, which a reproducing command must name again), and the run's
+    hosts file `hosts_file`, which a reproducing command must name again), the run's
     timeouts that the prediction's bounds add (None: broker_ref's model with the target's
-    allowances)."""
+    allowances), and what to fetch first (the target's distribution at its version: before
+    anything is written)."""
 
     scenario: Scenario
     target: TargetTraits
@@ -112,3 +117,5 @@ class RunParts:
 
     def timings_of(self, spec: RunSpec) -> Timings:
         return Timings.of(spec, self.target) if self.timings is None else self.timings(spec)
+
+    prepare: Callable[[], None] = _nothing_to_prepare

@@ -3,6 +3,7 @@
     scenario = "incident"       # whose prediction judges the run (default: `incident`)
     seed = 7                    # default 0
     target = "broker_ref"       # backend = "process", mode = "replicated-group"
+                                # a version: target = "qpid-broker-j@9.1.0"
     [topology]    nodes = 3   spares = ["n3"]   (started only by an add_node fault)
     [durability]  triplet = "NO_SYNC,NO_SYNC,SIMPLE_MAJORITY"   coalescing_sync = true
     [workload]    producers = 2  consumers = 1  rate = 100.0  duration_s = 20.0
@@ -36,6 +37,7 @@ from lab.ground.spec import (
     Topology,
     Workload,
     parse_seed,
+    split_target,
 )
 from lab.run.spec_values import check_names, check_section, check_target_context
 
@@ -48,6 +50,7 @@ _TOP = frozenset(
         "scenario",
         "seed",
         "target",
+        "target_version",
         "backend",
         "mode",
         "topology",
@@ -185,7 +188,21 @@ def _seconds(value: Any, where: str) -> float:
     return float(value)
 
 
-def _spec(raw: Mapping[str, Any]) -> RunSpec:
+def _target(raw: Mapping[str, Any], defaults: Mapping[str, str]) -> tuple[str, str | None]:
+    """`target = "NAME@VERSION"`, or `target` and `target_version` (as spec.json has them)."""
+    name, version = split_target(str(raw.get("target", defaults.get("target", "broker_ref"))))
+    given = raw.get("target_version")
+    if given is None:
+        return name, version
+    if not isinstance(given, str):
+        raise UsageError(f'target_version: must be a version such as "9.1.0", not {given!r}')
+    if version is not None and version != given:
+        raise UsageError(f"target_version: {given} differs from the target's @{version}")
+    return split_target(f"{name}@{given}")
+
+
+def _spec(raw: Mapping[str, Any], defaults: Mapping[str, str] | None = None) -> RunSpec:
+    defaults = defaults or {}
     unknown = sorted(set(raw) - _TOP)
     if unknown:
         raise UsageError(f"{unknown[0]}: unknown setting (known: {', '.join(sorted(_TOP))})")
@@ -206,15 +223,17 @@ def _spec(raw: Mapping[str, Any]) -> RunSpec:
     check_section("workload", workload)
     if isinstance(workload.get("side"), Mapping):
         check_section("workload.side", workload["side"])
+    target, version = _target(raw, defaults)
     spec = RunSpec(
         scenario=str(raw.get("scenario", INCIDENT)),
         seed=parse_seed(str(seed)),
-        target=str(raw.get("target", "broker_ref")),
-        backend=str(raw.get("backend", "process")),
+        target=target,
+        backend=str(raw.get("backend", defaults.get("backend", "process"))),
         topology=Topology(**topology),
         durability=_durability(raw),
         workload=Workload.from_json(workload),
         group=_group(raw),
+        target_version=version,
     )
     check_names(_table(raw, "group", _names(GroupSettings)), spec.topology.node_names)
     return dataclasses.replace(spec, schedule=canonical(tuple(ops)))
@@ -237,11 +256,13 @@ def validate_spec(spec: RunSpec) -> None:
     )
 
 
-def load_incident(path: Path) -> RunSpec:
-    """The run spec an incident file describes, checked; InputError names file and field."""
+def load_incident(path: Path, defaults: Mapping[str, str] | None = None) -> RunSpec:
+    """The run spec an incident file describes, checked; InputError names file and field.
+    `defaults`: the `target` and `backend` of a file that names none (the pytest plugin's
+    session choices; otherwise broker_ref on local processes)."""
     raw = read_user_document(path, "incident file")
     try:
-        spec = _spec(raw)
+        spec = _spec(raw, defaults)
         validate_spec(spec)
     except (UsageError, TypeError, ValueError) as exc:
         raise InputError(f"{path}: {_one_line(exc)}") from None

@@ -13,11 +13,12 @@ import shlex
 from dataclasses import replace
 from pathlib import Path
 
+from lab.ground.errors import LabError
 from lab.ground.nodes import TargetTraits
 from lab.ground.spec import RunSpec
 from lab.run.cluster import RunParts
 from scenarios.base import Scenario
-from scenarios.catalog import SCENARIOS
+from scenarios.catalog import scenario_named
 
 __all__ = ["LAB", "reproduce_command"]
 
@@ -40,6 +41,13 @@ def _user_settings(spec: RunSpec, scenario: Scenario, target: TargetTraits) -> d
     return {k: v for k, v in given.items() if own.get(k) != v}
 
 
+def _registered(name: str) -> Scenario | None:
+    try:
+        return scenario_named(name)
+    except LabError:  # unknown, or its package's entry point is broken
+        return None
+
+
 def reproduce_command(spec: RunSpec, folder: Path, parts: RunParts | None = None) -> str:
     """`lab run …` when the spec comes from its scenario and seed (given the parts the run
     was made of), else `lab replay FOLDER`."""
@@ -53,6 +61,9 @@ def reproduce_command(spec: RunSpec, folder: Path, parts: RunParts | None = None
         return replay
     if scenario.name != spec.scenario or target.name != spec.target:
         return replay
+    base = _registered(spec.scenario)
+    if base is None or scenario not in (base, base.twin):  # a scenario no `lab run` knows
+        return replay
     settings = _user_settings(spec, scenario, target)
     if not _made_from_seed(spec, scenario, target, settings):
         return replay
@@ -61,12 +72,11 @@ def reproduce_command(spec: RunSpec, folder: Path, parts: RunParts | None = None
         words += ["--backend", spec.backend]
     if parts.hosts_file is not None:
         words += ["--hosts", str(parts.hosts_file)]
-    if spec.target != "broker_ref":
-        words += ["--target", spec.target]
+    if spec.target_ref != "broker_ref":
+        words += ["--target", spec.target_ref]
     for key, value in sorted(settings.items()):
         words += ["--target-setting", f"{key}={value}"]
-    base = SCENARIOS.get(spec.scenario)
-    if base is not None and spec.group.mode != base.mode:
+    if spec.group.mode != base.mode:
         words += ["--mode", spec.group.mode]
     if spec.durability != scenario.durability:
         coalescing = "--coalescing" if spec.durability.coalescing_sync else "--no-coalescing"

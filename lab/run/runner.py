@@ -29,12 +29,13 @@ from lab.ground.errors import LabError
 from lab.ground.events import NoEvents
 from lab.ground.faultops import FaultOp
 from lab.ground.files import write_json
+from lab.ground.nodes import TargetTraits
 from lab.ground.paths import LAB_ROOT
 from lab.ground.spec import RunSpec, git_revision
 from lab.judge.checker import CheckResult
 from lab.judge.columnar import write_columnar_copies
 from lab.judge.deviations import load_declarations
-from lab.judge.metrics import RunMetrics
+from lab.judge.metrics import RunMetrics, read_events
 from lab.judge.prediction import Verdict
 from lab.judge.result import Judgement, ReplayOf, RunResult, judge_run
 from lab.run.active import register, unregister
@@ -76,6 +77,11 @@ class RunOutcome:
     @property
     def metrics(self) -> RunMetrics:
         return self.judgement.metrics
+
+    @property
+    def events(self) -> list[dict[str, Any]]:
+        """What else the run observed (events.jsonl: node roles, faults, log codes …)."""
+        return read_events(self.folder.events)
 
     @property
     def summary(self) -> str:
@@ -314,11 +320,14 @@ def run_scenario(
     *,
     progress: Progress | None = None,
     replay_of: ReplayOf | None = None,
+    reproduce: str | None = None,
 ) -> RunOutcome:
     """Run `spec` into a new run folder under `runs_dir`, judge it, write result.json
-    (`replay_of`: the run this one repeats, so result.json says whether it reproduced it)."""
+    (`replay_of`: the run this one repeats, so result.json says whether it reproduced it;
+    `reproduce`: the command that runs it again, when it is not a `lab` command — a test's)."""
     shown = progress or NoProgress()
     spec = replace(spec, git_revision=git_revision(LAB_ROOT))
+    spec = _with_version(spec, parts.target)
     validate_spec(spec)
     # A group the target cannot form, or a fault the cluster cannot apply, is refused before
     # anything starts or is written: this cluster is made only to be asked what it can do.
@@ -328,8 +337,9 @@ def run_scenario(
     if parts.target.deviations is not None:  # a broken declaration file fails now, not at the end
         load_declarations(Path(parts.target.deviations))
     free_at_start = check_space(runs_dir, spec)
+    parts.prepare()  # the target's distribution at its version, fetched on first use
     folder = RunFolder.create(runs_dir, spec.scenario, spec.seed)
-    reproduce = reproduce_command(spec, folder.path, parts)
+    reproduce = reproduce or reproduce_command(spec, folder.path, parts)
     entry = register(folder.path)
     try:
         run = _Run(spec, parts, folder, shown)
@@ -379,6 +389,15 @@ def _judged(
     spec: RunSpec, judgement: Judgement, reproduce: str, replay_of: ReplayOf | None
 ) -> dict[str, Any]:
     return RunResult.judged(spec, judgement, reproduce, replay_of).to_json()
+
+
+def _with_version(spec: RunSpec, target: TargetTraits) -> RunSpec:
+    """The spec with the version its target runs, recorded only when it is not the target's
+    default (so a spec made before versions could be chosen keeps its id)."""
+    asked = spec.target_version
+    if asked is not None and asked != target.version:
+        raise LabError(f"the spec names {spec.target_ref}, and the target runs {target.version}")
+    return replace(spec, target_version=target.chosen_version)
 
 
 def _write_copies(folder: RunFolder) -> None:

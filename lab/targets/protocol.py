@@ -39,6 +39,8 @@ __all__ = [
     "RunsOnHosts",
     "ServiceTimings",
     "Target",
+    "Versioned",
+    "missing_members",
     "pair_address",
     "parse_oplog_line",
     "run_command",
@@ -185,6 +187,14 @@ class Target(Protocol):
     def parse_log_line(self, line: str) -> LogRecord | None:
         """One operational-log line as a record with its code, or None."""
         ...
+
+
+def missing_members(target: object) -> list[str]:
+    """The members of `Target` an object lacks (for a target from outside the lab)."""
+    members = set(Target.__annotations__) | {
+        k for k, v in vars(Target).items() if callable(v) and not k.startswith("_")
+    }
+    return sorted(m for m in members if not hasattr(target, m))
 
 
 class NoTarget:
@@ -387,9 +397,24 @@ class ChecksRuns(Protocol):
         ...
 
 
+@runtime_checkable
+class Versioned(Protocol):
+    """A target whose version is chosen (`--target NAME@VERSION`): the one its nodes run,
+    fetched on first use, and the one it runs when none is named."""
+
+    @property
+    def version(self) -> str: ...
+
+    @property
+    def default_version(self) -> str: ...
+
+
 def traits_of(target: Target) -> TargetTraits:
     """What a run needs to know of the target besides how to start it (lab.ground.nodes)."""
     declared = target.deviations_file if isinstance(target, DeclaresDeviations) else None
+    version, default = (
+        (target.version, target.default_version) if isinstance(target, Versioned) else (None, None)
+    )
     return TargetTraits(
         target.name,
         target.election_allowance_s,
@@ -398,4 +423,6 @@ def traits_of(target: Target) -> TargetTraits:
         target.lab_codes if isinstance(target, ReadsLabCodes) else frozenset(),
         isinstance(target, ActivatesItself) and target.activates_itself,
         tuple(sorted(getattr(target, "setting_defaults", {}).items())),
+        version=version,
+        default_version=default,
     )

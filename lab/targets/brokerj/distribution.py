@@ -12,6 +12,7 @@ host node needs, is inside the tarball.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -38,6 +39,7 @@ __all__ = [
 VERSION = "9.2.1"
 ARTIFACT = "org.apache.qpid:apache-qpid-broker-j:{version}:tar.gz:bin"
 _ROOT = LAB_ROOT
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")  # Maven colours its output even in batch mode
 
 Say = Callable[[str], None]
 
@@ -103,7 +105,7 @@ def _fetch(version: str, say: Say) -> Path:
         command.append(f"-Dmaven.repo.local={_maven_repository()}")
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode != 0 or not tarball.is_file():
-        detail = (done.stdout + done.stderr).strip().splitlines()
+        detail = _ANSI.sub("", done.stdout + done.stderr).strip().splitlines()
         reason = next((line for line in detail if "ERROR" in line), detail[-1] if detail else "")
         raise SetupError(f"cannot fetch {artifact} with Maven: {reason.strip()}")
     return tarball

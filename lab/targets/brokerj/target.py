@@ -15,12 +15,17 @@ import re
 import shutil
 from pathlib import Path
 
-from lab.ground.errors import SetupError
+from lab.ground.errors import SetupError, UsageError
 from lab.ground.nodes import ClusterPlan, NodePlan
 from lab.ground.ports import HOST
 from lab.ground.spec import GroupSettings
 from lab.judge.bounds import Timing
-from lab.targets.brokerj.config import check_group, initial_config, je_service_timings
+from lab.targets.brokerj.config import (
+    MODEL_VERSION,
+    check_group,
+    initial_config,
+    je_service_timings,
+)
 from lab.targets.brokerj.distribution import (
     VERSION,
     Distribution,
@@ -42,6 +47,7 @@ CONTAINER_HOME = "/opt/qpid-broker-j"
 CONTAINER_CONFIG = "/etc/lab/initial-config.json"
 JVM_OPTIONS = ("-Xms64m", "-Xmx384m", "-XX:MaxDirectMemorySize=256m", "-XX:+UseG1GC")
 MAIN = "org.apache.qpid.server.Main"
+OLDEST_MAJOR = 9  # the oldest major release that reads the configuration model the lab writes
 # Where Broker-J does something other than the documents predict (lab.judge.deviations).
 DEVIATIONS = Path(__file__).resolve().parent / "deviations.toml"
 
@@ -87,7 +93,8 @@ def _java_command(classpath: str, home: str, work: str, config: str) -> list[str
 
 
 class BrokerJTarget(RestManagement):
-    """`qpid-broker-j`: Broker-J's own binary distribution, unmodified."""
+    """`qpid-broker-j`: Broker-J's own binary distribution, unmodified, at `version`
+    (`qpid-broker-j@9.1.0`; default VERSION), fetched on first use."""
 
     name = "qpid-broker-j"
     # JVM start-up and the group's first election: the founder alone, then the others; on a
@@ -107,7 +114,16 @@ class BrokerJTarget(RestManagement):
     deviations_file = DEVIATIONS
     lab_codes = frozenset(LAB_EVENTS)
 
+    default_version = VERSION  # the version the lab's runs use unless told otherwise
+
     def __init__(self, version: str = VERSION) -> None:
+        major = version.split(".")[0]
+        if major.isdigit() and int(major) < OLDEST_MAJOR:
+            raise UsageError(
+                f"qpid-broker-j@{version}: the lab writes Broker-J's configuration model "
+                f"{MODEL_VERSION}, which releases before {OLDEST_MAJOR} cannot read "
+                "(8.0.6 stops at start-up: no phase upgrader for version 9.0); use 9.1.0 or later"
+            )
         self.version = version
         self._distribution: Distribution | None = None
 
