@@ -20,7 +20,6 @@ from lab.judge.deviations import (
     Declarations,
     Deviation,
     Matcher,
-    Observation,
     assess,
     load_declarations,
     parse_declarations,
@@ -28,6 +27,7 @@ from lab.judge.deviations import (
 from lab.judge.metrics import RunMetrics, Window
 from lab.judge.prediction import Prediction, Verdict
 from lab.judge.result import RESULT_VERSION, Judgement, ReplayOf, RunResult
+from lab.judge.run_observation import Observation
 from lab.reporting.allure_categories import categories_of, violation_kinds, write_categories
 from lab.targets.brokerj.target import DEVIATIONS
 from lab.targets.catalog import make_target

@@ -33,12 +33,12 @@ from lab.judge.checker import CheckResult, check_path
 from lab.judge.deviations import (
     Declarations,
     DeviationOutcome,
-    Observation,
     assess,
     load_declarations,
 )
 from lab.judge.metrics import RunMetrics, read_events, read_operations, run_metrics
 from lab.judge.prediction import Outcome, Prediction, Verdict
+from lab.judge.run_observation import Observation
 
 __all__ = [
     "RESULT_VERSION",

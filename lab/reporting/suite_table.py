@@ -31,7 +31,6 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import json
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +41,13 @@ from lab.judge.deviations import Declarations, Deviation, load_declarations
 from lab.judge.expectations import UNCHECKABLE
 from lab.reporting.suite_rates import Baseline, RunRecord, Tally, flags, tally
 from lab.reporting.suite_sessions import sessions
+from lab.reporting.suite_versions import (
+    BACKEND_NAMES,
+    column,
+    target_title,
+    version_changes,
+    version_key,
+)
 from lab.targets.suite import SUITE_INDEX, read_index
 from scenarios.catalog import SCENARIOS
 
@@ -56,9 +62,6 @@ __all__ = [
     "sessions",
     "table",
 ]
-
-TARGET_NAMES = {"broker_ref": "broker_ref", "qpid-broker-j": "Broker-J", "artemis": "Artemis"}
-BACKEND_NAMES = {"process": "local processes", "docker": "containers"}
 
 
 @dataclass(frozen=True)
@@ -204,25 +207,11 @@ def only(cells: Sequence[Cell], ref: str | None) -> list[Cell]:
     return [c for c in cells if c.target == name and (not version or c.version == version)]
 
 
-def target_title(target: str, version: str | None) -> str:
-    """`Broker-J 9.1.0`: a target's name as the tables write it, with its version."""
-    return TARGET_NAMES.get(target, target) + (f" {version}" if version else "")
-
-
-def _column(target: str, version: str | None, backend: str) -> str:
-    return f"{target_title(target, version)}, {BACKEND_NAMES.get(backend, backend)}"
-
-
-def _version_key(version: str | None) -> tuple[tuple[int, int | str], ...]:
-    parts = re.split(r"[.-]", version or "")
-    return tuple((0, int(p)) if p.isdigit() else (1, p) for p in parts)
-
-
 def _columns(cells: Sequence[Cell]) -> list[tuple[str, str | None, str]]:
     """Target, then version (oldest first), then backend (process before docker)."""
     rank = {name: i for i, name in enumerate(BACKEND_NAMES)}
     found = {(c.target, c.version, c.backend) for c in cells}
-    return sorted(found, key=lambda k: (k[0], _version_key(k[1]), rank.get(k[2], 99), k[2]))
+    return sorted(found, key=lambda k: (k[0], version_key(k[1]), rank.get(k[2], 99), k[2]))
 
 
 def _scenarios(cells: Sequence[Cell]) -> list[str]:
@@ -273,12 +262,12 @@ def rates_table(
     counted = {t.key: t for t in tally(c.record() for c in cells if c.verdict is not None)}
     for scenario in _scenarios(cells):
         for target, version, backend in _columns(cells):
-            column = _column(target, version, backend)
+            heading = column(target, version, backend)
             ref = target if version is None else f"{target}@{version}"
             found = counted.get((scenario, ref, backend))
             if found is not None:
                 said = flags(found, declared(ref, scenario, backend, found.mode), before)
-                lines.append(_rate_row(scenario, column, found, said))
+                lines.append(_rate_row(scenario, heading, found, said))
                 continue
             where = (scenario, target, version, backend)
             refusals = {
@@ -286,7 +275,7 @@ def rates_table(
             }
             for text in sorted(refusals):
                 shown = text.replace("|", "\\|")
-                lines.append(f"| `{scenario}` | {column} | {shown} |" + " — |" * 6)
+                lines.append(f"| `{scenario}` | {heading} | {shown} |" + " — |" * 6)
     return lines, list(counted.values())
 
 
@@ -296,7 +285,7 @@ def table(cells: Sequence[Cell]) -> list[str]:
     columns = _columns(cells)
     scenarios = _scenarios(cells)
     lines = [
-        "| scenario | " + " | ".join(_column(*k) for k in columns) + " |",
+        "| scenario | " + " | ".join(column(*k) for k in columns) + " |",
         "|---" * (len(columns) + 1) + "|",
     ]
     for scenario in scenarios:
@@ -371,30 +360,6 @@ def page(
     lines += ["", f"## Rates over seeds{compared}", "", *rates, "", *RATES_LEGEND]
     lines += ["", "## Every run", "", *table(cells), "", *version_changes(cells), *LEGEND]
     return "\n".join(lines) + "\n"
-
-
-def version_changes(cells: Sequence[Cell]) -> list[str]:
-    """A section listing the scenarios whose verdicts differ between versions of a target on
-    one backend (none when the cells hold one version each)."""
-    verdicts: dict[tuple[str, str, str], dict[str | None, set[str]]] = {}
-    for c in cells:
-        key = (c.target, c.backend, c.scenario)
-        verdicts.setdefault(key, {}).setdefault(c.version, set()).add(c.verdict or "refused")
-    changed = []
-    for (target, backend, scenario), by_version in verdicts.items():
-        if len(by_version) > 1 and len({frozenset(v) for v in by_version.values()}) > 1:
-            ordered = sorted(by_version, key=_version_key)
-            said = "; ".join(f"{v or '?'}: {', '.join(sorted(by_version[v]))}" for v in ordered)
-            changed.append(f"- `{scenario}` ({_column(target, None, backend)}): {said}")
-    versions = {(c.target, c.backend, c.version) for c in cells}
-    if len(versions) == len({(t, b) for t, b, _ in versions}):
-        return []
-    head = ["## Between versions", ""]
-    if not changed:
-        return [*head, "Every scenario has the same verdicts at every version.", ""]
-    order = {name: i for i, name in enumerate(SCENARIOS)}
-    changed.sort(key=lambda line: order.get(line.split("`")[1], len(order)))
-    return [*head, "The scenarios whose verdicts differ between versions:", "", *changed, ""]
 
 
 RATES_LEGEND = (

@@ -18,7 +18,7 @@ import contextlib
 import signal
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -32,17 +32,15 @@ from lab.ground.files import write_json
 from lab.ground.nodes import TargetTraits
 from lab.ground.paths import LAB_ROOT
 from lab.ground.spec import RunSpec, git_revision
-from lab.judge.checker import CheckResult
 from lab.judge.columnar import write_columnar_copies
 from lab.judge.deviations import load_declarations
-from lab.judge.metrics import RunMetrics, read_events
-from lab.judge.prediction import Verdict
 from lab.judge.result import Judgement, ReplayOf, RunResult, judge_run
 from lab.run.active import register, unregister
 from lab.run.cluster import Cluster, RunParts
 from lab.run.disk import WriteWatch, check_space, space_needed
 from lab.run.folder import EventLog, HistoryRecorder, JsonlWriter, RunClock, RunFolder
 from lab.run.incident import validate_spec
+from lab.run.outcome import RunOutcome
 from lab.run.progress import NoProgress, Progress
 from lab.run.reproduce import reproduce_command
 from lab.run.stops import (
@@ -57,44 +55,6 @@ from lab.run.workers import VIRTUAL_NODE, WorkerProcess, worker_plans
 __all__ = ["SENDERS_DEADLINE_S", "RunOutcome", "run_scenario"]
 
 SENDERS_DEADLINE_S = 120.0  # the longest a run waits for its producers' first operations
-
-
-@dataclass(frozen=True)
-class RunOutcome:
-    folder: RunFolder
-    spec: RunSpec
-    judgement: Judgement
-    reproduce: str
-
-    @property
-    def verdict(self) -> Verdict:
-        return self.judgement.verdict
-
-    @property
-    def check(self) -> CheckResult:
-        return self.judgement.check
-
-    @property
-    def metrics(self) -> RunMetrics:
-        return self.judgement.metrics
-
-    @property
-    def events(self) -> list[dict[str, Any]]:
-        """What else the run observed (events.jsonl: node roles, faults, log codes …)."""
-        return read_events(self.folder.events)
-
-    @property
-    def summary(self) -> str:
-        c = self.check
-        line = (
-            f"{self.spec.scenario} seed={self.spec.seed}: prediction {self.verdict.outcome} — "
-            f"acknowledged {c.acknowledged}, received {c.received}, lost {c.lost.count}, "
-            f"duplicated {c.duplicated.count}, unexpected {c.unexpected.count}, "
-            f"resurrected {c.resurrected.count}"
-        )
-        if self.verdict.reasons:
-            line += " (" + "; ".join(self.verdict.reasons) + ")"
-        return line
 
 
 @contextlib.contextmanager

@@ -29,10 +29,9 @@ from lab.ground.spec import GroupSettings
 from lab.judge.bounds import Timing, broker_ref_timings
 from lab.targets.broker_ref_security import group_secret, tls_files, write_private
 from lab.targets.management import Credentials
+from lab.targets.on_hosts import HostLaunch, HostPlace
 from lab.targets.protocol import (
     ContainerLaunch,
-    HostLaunch,
-    HostPlace,
     LogRecord,
     RestManagement,
     parse_oplog_line,

@@ -29,14 +29,11 @@ __all__ = [
     "DeclaresDeviations",
     "DialsPeersByName",
     "HasWitnesses",
-    "HostLaunch",
-    "HostPlace",
     "JvmTarget",
     "LogRecord",
     "ManagedTarget",
     "NoTarget",
     "RestManagement",
-    "RunsOnHosts",
     "ServiceTimings",
     "Target",
     "Versioned",
@@ -59,33 +56,6 @@ class ContainerLaunch:
     config_path: str  # where the configuration is copied inside the container
     command: tuple[str, ...]
     shared_dir: str | None = None
-
-
-@dataclass(frozen=True)
-class HostPlace:
-    """Where a node's things are on the host that carries it (the hosts backend): the run's
-    folder there, and the host's own Python."""
-
-    root: str
-    python: str = "python3"
-
-    def shipped(self, name: str) -> str:
-        """Where a shipment (RunsOnHosts.host_shipment) is unpacked on the host."""
-        return f"{self.root}/ship/{name}"
-
-    def node_dir(self, node: str) -> str:
-        return f"{self.root}/nodes/{node}"
-
-
-@dataclass(frozen=True)
-class HostLaunch:
-    """How a node starts on its host: its configuration file and command line, with the
-    environment it needs (on top of what the backend gives every node)."""
-
-    config: bytes
-    config_path: str
-    command: tuple[str, ...]
-    env: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -238,28 +208,6 @@ class JvmTarget(Protocol):
     def full_gc_command(self, pid: int | None) -> list[str]:
         """The command that runs a full GC in the node's JVM (`pid` None: inside its
         container, where the broker is found by its main class)."""
-        ...
-
-
-@runtime_checkable
-class RunsOnHosts(Protocol):
-    """A target whose nodes can run on machines of their own (the hosts backend)."""
-
-    def host_shipment(self) -> dict[str, Path]:
-        """What each host needs from this machine, by name: a .tar.gz unpacked into
-        HostPlace.shipped(name) (broker_ref and its Python packages, Broker-J's distribution)."""
-        ...
-
-    def host_needs(self) -> tuple[str, ...]:
-        """The host's own commands the nodes need (`python`: the host's Python, `java`)."""
-        ...
-
-    def host_launch(
-        self, cluster: ClusterPlan, node: NodePlan, address_of: dict[str, str], place: HostPlace
-    ) -> HostLaunch:
-        """The node's configuration and command on its host; `node` is its host's view (its
-        ports there, data in its folder there) and `address_of` maps each node to the
-        host:port its peers reach its replication service at."""
         ...
 
 

@@ -33,7 +33,8 @@ from lab.backends.ssh.node import HostNode
 from lab.backends.ssh.session import HostSession
 from lab.ground.errors import ClusterError
 from lab.ground.topology import split_node_link
-from lab.targets.protocol import HostPlace, JvmTarget, RunsOnHosts
+from lab.targets.on_hosts import HostPlace, RunsOnHosts
+from lab.targets.protocol import JvmTarget
 
 __all__ = ["HostAbilities"]
 

@@ -43,7 +43,8 @@ from lab.ground.nodes import ClusterPlan, NodePlan, NodeStatus
 from lab.ground.ports import HOST, require_free
 from lab.ground.spec import Durability, GroupSettings, Topology
 from lab.ground.topology import Link, client_link, links_for
-from lab.targets.protocol import HostPlace, RunsOnHosts, Target
+from lab.targets.on_hosts import HostPlace, RunsOnHosts
+from lab.targets.protocol import Target
 from lab.targets.python_shipment import python_requirement
 
 __all__ = ["SshCluster"]

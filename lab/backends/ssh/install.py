@@ -16,7 +16,7 @@ from lab.backends.ssh.connection import HostConnection, probe
 from lab.backends.ssh.facts import FACTS, HostFacts
 from lab.backends.ssh.hosts_file import Host
 from lab.backends.ssh.node import RUN_NODE
-from lab.targets.protocol import RunsOnHosts
+from lab.targets.on_hosts import RunsOnHosts
 
 __all__ = ["ask_facts", "fetch", "free_ports", "install", "needed_tools"]
 

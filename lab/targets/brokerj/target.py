@@ -32,10 +32,9 @@ from lab.targets.brokerj.distribution import (
     ensure_distribution,
     home_archive,
 )
+from lab.targets.on_hosts import HostLaunch, HostPlace
 from lab.targets.protocol import (
     ContainerLaunch,
-    HostLaunch,
-    HostPlace,
     LogRecord,
     RestManagement,
     match_log_line,
