@@ -122,9 +122,9 @@ def _outcome(status):
     matched = DECLARED if status == "reproduced" else None
     found = DeviationOutcome(status, "f.toml", (DECLARED,), matched)
     return SimpleNamespace(
-        spec=SimpleNamespace(scenario="replica-failure", backend="process",
-                             group=SimpleNamespace(mode="replicated-group")),
-        judgement=SimpleNamespace(deviation=lambda scenario, backend, mode: found),
+        spec=SimpleNamespace(scenario="replica-failure", backend="process", target="broker_ref",
+                             group=SimpleNamespace(mode="replicated-group", target_context={})),
+        judgement=SimpleNamespace(deviation=lambda scenario, backend, mode, settings: found),
         verdict=SimpleNamespace(violations=("unavailable>bound",)),
     )
 
