@@ -2,7 +2,11 @@
 
 Every scenario runs on local processes (the default backend, `--backend` changes it)
 and again in containers; the container runs are marked `docker` and skip with the
-reason on a machine with no Docker engine that the lab may not install. `--lab-target
+reason on a machine with no Docker engine that the lab may not install. In containers the
+default suite runs the scenarios whose faults the containers make their own way
+(IN_CONTAINERS: packet-filter cuts, a full disk of its own, a frozen container, one of
+each HA design); the others there are a long mode (`--lab-long`), as the whole matrix in
+containers is more than the default suite's time on two cores. `--lab-target
 qpid-broker-j` runs them against Broker-J: those it cannot run skip with the CLI's reason,
 and a deviation it declares (lab/targets/brokerj/deviations.toml) that a run reproduces is
 an expected failure (xfail), not a failure.
@@ -52,8 +56,29 @@ def _docker_or_skip() -> None:
         )
 
 
+# The container runs of the default suite; the rest of the matrix runs with --lab-long.
+IN_CONTAINERS = frozenset(
+    {
+        "master-failure",
+        "partition-and-recovery",
+        "split-brain",
+        "disk-full",
+        "replica-gc-stall",
+        "primary-failure",
+        "hung-primary",
+        "random",
+    }
+)
+
+
 @pytest.mark.docker
-@pytest.mark.parametrize("name", sorted(RUNNABLE))
+@pytest.mark.parametrize(
+    "name",
+    [
+        n if n in IN_CONTAINERS else pytest.param(n, marks=pytest.mark.long)
+        for n in sorted(RUNNABLE)
+    ],
+)
 def test_scenario_holds_its_prediction_in_containers(
     name: str, lab_run: Callable[..., RunOutcome], lab_deviation: Callable[[RunOutcome], str]
 ) -> None:

@@ -307,6 +307,7 @@ def flood(node: NodeProcess, cap: int, before: int) -> int:
     return peak
 
 
+@pytest.mark.long  # a flood of two thousand connections: a long mode (--lab-long)
 def test_two_thousand_idle_connections_are_capped_timed_out_and_forgotten(
     start_node: NodeFactory,
 ) -> None:

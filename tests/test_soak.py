@@ -46,6 +46,7 @@ def _bounded(found: re.Match[str]) -> None:
     assert int(found["fd1"]) <= int(found["fd0"]) + 30, found.group(0)
 
 
+@pytest.mark.long  # minutes: a long mode (--lab-long)
 @pytest.mark.processes
 def test_two_minutes_of_faults_lose_nothing_and_stay_bounded(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch

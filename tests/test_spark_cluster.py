@@ -123,6 +123,7 @@ def _same(mine: str, theirs: str) -> bool:
         return False
 
 
+@pytest.mark.long  # minutes: a long mode (--lab-long)
 @pytest.mark.spark
 def test_report_on_a_standalone_cluster_equals_the_local_one(
     spark: SparkSession, standalone_master: tuple[str, Path], tmp_path: Path

@@ -108,7 +108,8 @@ def test_a_deviation_limited_to_versions_applies_to_those_only() -> None:
     }  # fmt: skip
     found: Declarations = parse_declarations(raw, "f.toml")
     mode = "replicated-group"
-    assert [d.id for d in found.for_run("replica-failure", "process", mode, version=VERSION)] == ["J3"]
+    seen = found.for_run("replica-failure", "process", mode, version=VERSION)
+    assert [d.id for d in seen] == ["J3"]
     assert found.for_run("replica-failure", "process", mode, version=OLDER) == ()
     raw["deviation"][0]["versions"] = "9.2.1"  # type: ignore[index]
     with pytest.raises(ValueError, match="versions must be a list of strings"):

@@ -28,8 +28,6 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from lab.ground.paths import LAB_ROOT
-
 __all__ = ["PRELOAD", "LabProcess", "start_lab", "wait_any", "warm_up"]
 
 # What every `lab run` imports before its cluster starts.
@@ -48,13 +46,14 @@ _context = multiprocessing.get_context("forkserver")
 _context.set_forkserver_preload(list(PRELOAD))
 
 
-def _lab_main(argv: list[str], out_path: str, err_path: str) -> None:
-    """In the forked child: `lab ARGV` with stdout and stderr in the given files."""
+def _lab_main(argv: list[str], out_path: str, err_path: str, cwd: str) -> None:
+    """In the forked child: `lab ARGV` with stdout and stderr in the given files, in the
+    folder the campaign was started from (its relative paths mean the same in every run)."""
     for fd, path in ((1, out_path), (2, err_path)):
         opened = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         os.dup2(opened, fd)
         os.close(opened)
-    os.chdir(LAB_ROOT)
+    os.chdir(cwd)
     signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C heals, as `lab run`
     sys.argv = ["lab", *argv]
     runpy.run_module("lab", run_name="__main__", alter_sys=True)  # as `python -m lab` does
@@ -107,7 +106,7 @@ def start_lab(argv: Sequence[str], out_path: Path, err_path: Path) -> LabProcess
     """Start `lab ARGV` from the warm interpreter (the fork server starts on first use)."""
     process = _context.Process(
         target=_lab_main,
-        args=(list(argv), str(out_path), str(err_path)),
+        args=(list(argv), str(out_path), str(err_path), os.getcwd()),
         name=f"lab {' '.join(argv[:2])}",
     )
     process.start()

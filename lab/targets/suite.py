@@ -126,16 +126,19 @@ def read_index(path: Path) -> list[dict[str, Any]]:
 
 
 def run_property(folder: Path) -> str:
-    """What a session's rates need of a run, from its result.json (JSON): scenario, target,
-    backend, mode, seed, verdict, the deviation it reproduced and its longest gap."""
+    """What a session's rates need of a run, from its result.json (JSON): scenario, target
+    (`NAME@VERSION` when its version is recorded, so two versions count apart), backend,
+    mode, seed, verdict, the deviation it reproduced and its longest gap."""
     try:
         result = json.loads((folder / "result.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         result = {}
     deviation = result.get("deviation") or {}
+    target, version = result.get("target"), result.get("target_version")
     return json.dumps(
         {
-            **{k: result.get(k) for k in ("scenario", "target", "backend", "mode", "seed")},
+            **{k: result.get(k) for k in ("scenario", "backend", "mode", "seed")},
+            "target": target if version is None else f"{target}@{version}",
             "verdict": result.get("verdict", "unknown"),
             "deviation": deviation.get("id") if result.get("verdict") == "deviation" else None,
             "gap_s": (result.get("metrics") or {}).get("unavailable_longest_s"),

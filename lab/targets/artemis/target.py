@@ -184,6 +184,7 @@ class ArtemisTarget:
     dials_peers_by_name = True
     setting_defaults = DEFAULTS
     credentials = Credentials()
+    default_version = VERSION  # the version the lab's runs use unless told otherwise
 
     def __init__(self, version: str = VERSION) -> None:
         self.version = version
