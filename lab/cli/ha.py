@@ -125,6 +125,8 @@ def _status(client: Client) -> str:
 
 
 def _acting(client: Client) -> ManagementClient:
+    from lab.targets.artemis.jolokia import JolokiaClient
+
     if isinstance(client, JolokiaClient):
         raise UsageError(
             "Artemis's brokers decide themselves which one is active: there is no promote, "
