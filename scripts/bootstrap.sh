@@ -83,7 +83,7 @@ done
 if [ "$had_digest" != "$digest" ] || [ "$want_extras" != "$had_extras" ]; then
   spec="."
   [ -z "$want_extras" ] || spec=".[${want_extras// /,}]"
-  say "installing the lab ${spec#.} into .venv/ (the first time builds Qpid Proton: about a minute)"
+  say "installing the lab ${spec#.} into .venv/ (Qpid Proton is built from source where no wheel fits: about a minute more)"
   "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -e "$spec"
   printf '%s\n%s\n' "$digest" "$want_extras" > "$stamp"
 fi
