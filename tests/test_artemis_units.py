@@ -234,6 +234,31 @@ def test_a_coded_line_is_a_record_and_the_backups_refusal_is_broker_refs_code() 
     assert parse_artemis_line(" Apache ActiveMQ Artemis 2.40.0\n") is None
 
 
+def test_a_broker_that_stopped_says_so_on_its_line_before_its_console_does() -> None:
+    """A failback: the backup that served logs that it stopped before its primary activates;
+    read as the moment it is no master, the failback shows one master at a time, where the
+    console's later answer made the two overlap (lab.judge.metrics)."""
+    from lab.judge.metrics import _two_masters
+
+    stopped = parse_artemis_line(
+        "2026-11-26T10:41:10.447 INFO  [n2] [org.apache.activemq.artemis.core.server] "
+        "AMQ221002: Apache ActiveMQ Artemis Message Broker version 2.40.0 [id] stopped, "
+        "uptime 21.148 seconds\n"
+    )
+    assert stopped is not None and (stopped.took_role, stopped.took_status) == (
+        "WAITING",
+        "joining",
+    )
+
+    def role(ms: int, node: str, role: str) -> dict[str, object]:
+        return {"kind": "node.role", "time": ms * 1_000_000, "node": node, "role": role}
+
+    handed_back = [role(0, "n2", "MASTER"), role(447, "n2", "WAITING"), role(814, "n1", "MASTER")]
+    assert not _two_masters(handed_back)
+    polled_late = [role(0, "n2", "MASTER"), role(814, "n1", "MASTER"), role(888, "n2", "WAITING")]
+    assert _two_masters(polled_late)
+
+
 def _outline(**changes: object) -> ClusterPlan:
     settings = replace(SELF_CLUSTER, **changes)  # type: ignore[arg-type]
     return ClusterPlan.outline(("n1", "n2"), Durability(), settings)

@@ -67,6 +67,9 @@ LAB_CODES = frozenset({"REF-2012", "REF-2013"})
 # broker's web console (its Jolokia) may answer only seconds later, after a failback is over.
 TAKEN: dict[str, tuple[str, str | None]] = {
     "AMQ221007": ("MASTER", None),  # Server is now active
+    # Message Broker … stopped: no longer active from this line on (a failback's backup
+    # stops here, before its primary activates; the console says so only later)
+    "AMQ221002": ("WAITING", "joining"),
     "AMQ221024": ("REPLICA", "ready"),  # Backup server … is synchronized with primary server
 }
 
