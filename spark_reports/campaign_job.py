@@ -29,6 +29,12 @@ from spark_reports.campaign_view import (
     nights_table,
     violations_by_kind,
 )
+from spark_reports.coverage_view import (
+    coverage_cells,
+    coverage_curve,
+    coverage_frame,
+    coverage_rows,
+)
 from spark_reports.failures_view import FAILING_COLUMNS, failing_runs, failure_kinds, new_since
 from spark_reports.outputs import collect_table
 from spark_reports.run_folders import list_run_folders
@@ -52,6 +58,8 @@ CAMPAIGN_TABLES: dict[str, tuple[str, ...]] = {
     "failing_runs": ("violations", *KEY, "run_id"),
     "failure_kinds": ("kind",),
     "new_since_previous": (*KEY, "kind"),
+    "coverage_curve": ("campaign", "order"),
+    "coverage_cells": ("campaign", *KEY),
 }
 """The tables (file names) and the order of their rows."""
 
@@ -65,6 +73,8 @@ class CampaignInputs:
     campaigns: tuple[CampaignFacts, ...]
     outside: int
     """Run folders in no campaign."""
+    coverage: DataFrame | None = None
+    """Each campaign's coverage.jsonl (spark_reports.coverage_view)."""
 
 
 def extract_campaign(spark: SparkSession, runs_dirs: Sequence[Path], say: Say) -> CampaignInputs:
@@ -74,7 +84,8 @@ def extract_campaign(spark: SparkSession, runs_dirs: Sequence[Path], say: Say) -
     found = tuple(campaigns.seen())
     outside = sum(r.campaign is None for r in records)
     say(f"extract: {len(records)} results, {outside} of them in no campaign of {len(found)}")
-    return CampaignInputs(campaign_runs_frame(spark, records), found, outside)
+    coverage = coverage_frame(spark, coverage_rows(found))
+    return CampaignInputs(campaign_runs_frame(spark, records), found, outside, coverage)
 
 
 def previous_frame(spark: SparkSession, failing: pa.Table) -> DataFrame:
@@ -82,9 +93,11 @@ def previous_frame(spark: SparkSession, failing: pa.Table) -> DataFrame:
     return spark.createDataFrame(failing.select(list(FAILING_COLUMNS)).to_pylist(), FAILING_SCHEMA)
 
 
-def campaign_frames(runs: DataFrame, previous: DataFrame | None = None) -> dict[str, DataFrame]:
+def campaign_frames(
+    runs: DataFrame, previous: DataFrame | None = None, coverage: DataFrame | None = None
+) -> dict[str, DataFrame]:
     """Every table of the campaign part, lazily, by file name (`new_since_previous` only with
-    a previous report's failing runs)."""
+    a previous report's failing runs, the coverage tables only with coverage points)."""
     failing = failing_runs(runs)
     frames = {
         "campaign": campaign_table(runs),
@@ -96,6 +109,9 @@ def campaign_frames(runs: DataFrame, previous: DataFrame | None = None) -> dict[
     }
     if previous is not None:
         frames["new_since_previous"] = new_since(failing, previous)
+    if coverage is not None:
+        frames["coverage_curve"] = coverage_curve(coverage)
+        frames["coverage_cells"] = coverage_cells(coverage)
     return frames
 
 

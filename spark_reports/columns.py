@@ -74,6 +74,10 @@ _WORDS: dict[str, tuple[str, Format]] = {
     "share_pct": ("Share of the cell's runs (%)", "pct"),
     "cells": ("Cells", "count"),
     "new_runs": ("Runs new to the failure database", "count"),
+    # behaviour coverage (guided campaigns)
+    "behaviours": ("Distinct behaviours", "count"),
+    "runs_since_new": ("Runs since a new behaviour", "count"),
+    "stalled": ("Stalled", "text"),
     # messages
     "lost": ("Acknowledged, lost", "count"),
     "acknowledged_lost": ("Acknowledged, lost", "count"),

@@ -245,7 +245,7 @@ def run_report_job(options: ReportOptions, say: Say, spark: SparkSession | None 
     runs.unpersist()
     previous = options.previous
     before = None if previous is None else previous_frame(spark, previous.failing)
-    tables.update(collect_campaign(campaign_frames(campaign.runs, before), say))
+    tables.update(collect_campaign(campaign_frames(campaign.runs, before, campaign.coverage), say))
     options.out.mkdir(parents=True, exist_ok=True)
     for name, table in tables.items():
         write_table(table, options.out, name)

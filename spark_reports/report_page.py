@@ -13,6 +13,7 @@ import pyarrow as pa
 
 from spark_reports.campaign_page import failover_section, held_rate_section
 from spark_reports.charts import bar_chart, figure_kind, line_chart
+from spark_reports.coverage_page import coverage_section
 from spark_reports.html_page import Chart, Part, Section, Table, Text, render_page, split_columns
 from spark_reports.page_data import PageData, SectionMaker
 from spark_reports.reliability import GROUP
@@ -266,6 +267,7 @@ SECTIONS: tuple[SectionMaker, ...] = (
     summary_section,
     held_rate_section,
     failover_section,
+    coverage_section,
     reliability_section,
     performance_section,
     trend_section,
