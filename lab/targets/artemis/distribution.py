@@ -14,19 +14,13 @@ does not ship, fetched the same way (`SERVER_EXTRAS`).
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
 import sys
-import tarfile
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from lab.ground.errors import SetupError
 from lab.ground.locks import host_lock
-from lab.ground.paths import LAB_ROOT
+from lab.targets.maven import cache_root, fetch_artifact, make_cache, unpack_home
 
 __all__ = [
     "ARTIFACT",
@@ -69,79 +63,22 @@ class Distribution:
         return self.home / "lib"
 
 
-def _cache_root() -> Path:
-    configured = os.environ.get("LAB_CACHE")
-    return Path(configured) if configured else LAB_ROOT / ".lab" / "cache"
-
-
-def _maven_repository() -> Path:
-    configured = os.environ.get("MAVEN_REPO_LOCAL")
-    return Path(configured) if configured else Path.home() / ".m2" / "repository"
-
-
-def _in_repository(coordinates: str) -> Path:
-    """Where Maven keeps `group:artifact:version[:type[:classifier]]` (type jar by default)."""
-    group, artifact, version, *rest = coordinates.split(":")
-    kind = rest[0] if rest else "jar"
-    classifier = f"-{rest[1]}" if len(rest) > 1 else ""
-    folder = _maven_repository() / group.replace(".", "/") / artifact / version
-    return folder / f"{artifact}-{version}{classifier}.{kind}"
-
-
 def maven_artifact(coordinates: str, say: Say | None = None) -> Path:
     """The file of a Maven artifact, fetched into the local repository the first time."""
-    found = _in_repository(coordinates)
-    if found.is_file():
-        return found
-    mvn = shutil.which("mvn")
-    if mvn is None:
-        raise SetupError(
-            "Artemis is fetched with Maven on first use: install it (apt-get install maven)"
-        )
-    (say or _say_on_stderr)(f"fetching {coordinates} with Maven (once)")
-    command = [mvn, "-q", "-B", "dependency:get", f"-Dartifact={coordinates}", "-Dtransitive=false"]
-    if "MAVEN_REPO_LOCAL" in os.environ:
-        command.append(f"-Dmaven.repo.local={_maven_repository()}")
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
-    if done.returncode != 0 or not found.is_file():
-        detail = (done.stdout + done.stderr).strip().splitlines()
-        reason = next((line for line in detail if "ERROR" in line), detail[-1] if detail else "")
-        raise SetupError(f"cannot fetch {coordinates} with Maven: {reason.strip()}")
-    return found
-
-
-def _unpack(tarball: Path, target: Path, version: str) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix=".unpack-", dir=target.parent))
-    try:
-        with tarfile.open(tarball) as archive:
-            archive.extractall(scratch, filter="data")
-        homes = [p.parent.parent for p in scratch.glob("*/lib/artemis-boot.jar")]
-        if len(homes) != 1:
-            raise SetupError(f"{tarball} is not an Artemis {version} binary distribution")
-        homes[0].rename(scratch / "home")
-        for child in list(scratch.iterdir()):
-            if child.name != "home":
-                shutil.rmtree(child)
-        scratch.rename(target)
-    except BaseException:
-        shutil.rmtree(scratch, ignore_errors=True)
-        raise
+    return fetch_artifact(coordinates, "Artemis", say or _say_on_stderr)
 
 
 def ensure_distribution(version: str = VERSION, say: Say | None = None) -> Distribution:
     """The unpacked distribution, fetching and unpacking it the first time; idempotent."""
-    target = _cache_root() / "artemis" / version
+    target = cache_root() / "artemis" / version
     home = target / "home"
     if (home / "lib" / "artemis-boot.jar").is_file():
         return Distribution(version, home)
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise SetupError(f"cannot make the lab's cache {target.parent}: {exc.strerror}") from None
+    make_cache(target.parent)
     with host_lock(f"artemis-{version}"):
         if not (home / "lib" / "artemis-boot.jar").is_file():
             tarball = maven_artifact(ARTIFACT.format(version=version), say)
             (say or _say_on_stderr)(f"unpacking {tarball.name} into {target}")
-            _unpack(tarball, target, version)
+            refusal = f"{tarball} is not an Artemis {version} binary distribution"
+            unpack_home(tarball, target, "*/lib/artemis-boot.jar", refusal)
     return Distribution(version, home)

@@ -12,19 +12,15 @@ host node needs, is inside the tarball.
 from __future__ import annotations
 
 import os
-import re
-import shutil
-import subprocess
 import sys
 import tarfile
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from lab.ground.errors import SetupError
 from lab.ground.locks import host_lock
-from lab.ground.paths import LAB_ROOT
+from lab.targets.maven import cache_root, fetch_artifact, in_repository, make_cache, unpack_home
 
 __all__ = [
     "ARTIFACT",
@@ -38,8 +34,6 @@ __all__ = [
 
 VERSION = "9.2.1"
 ARTIFACT = "org.apache.qpid:apache-qpid-broker-j:{version}:tar.gz:bin"
-_ROOT = LAB_ROOT
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")  # Maven colours its output even in batch mode
 
 Say = Callable[[str], None]
 
@@ -69,75 +63,9 @@ class Distribution:
         return found[0]
 
 
-def cache_root() -> Path:
-    configured = os.environ.get("LAB_CACHE")
-    return Path(configured) if configured else _ROOT / ".lab" / "cache"
-
-
-def _maven_repository() -> Path:
-    configured = os.environ.get("MAVEN_REPO_LOCAL")
-    return Path(configured) if configured else Path.home() / ".m2" / "repository"
-
-
 def tarball_in_repository(version: str) -> Path:
     """Where `mvn dependency:get` puts the distribution of `version`."""
-    return (
-        _maven_repository()
-        / "org/apache/qpid/apache-qpid-broker-j"
-        / version
-        / f"apache-qpid-broker-j-{version}-bin.tar.gz"
-    )
-
-
-def _fetch(version: str, say: Say) -> Path:
-    tarball = tarball_in_repository(version)
-    if tarball.is_file():
-        return tarball
-    mvn = shutil.which("mvn")
-    if mvn is None:
-        raise SetupError(
-            "Broker-J is fetched with Maven on first use: install it (apt-get install maven)"
-        )
-    artifact = ARTIFACT.format(version=version)
-    say(f"fetching {artifact} with Maven (once; about 45 MB)")
-    command = [mvn, "-q", "-B", "dependency:get", f"-Dartifact={artifact}", "-Dtransitive=false"]
-    if "MAVEN_REPO_LOCAL" in os.environ:
-        command.append(f"-Dmaven.repo.local={_maven_repository()}")
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
-    if done.returncode != 0 or not tarball.is_file():
-        detail = _ANSI.sub("", done.stdout + done.stderr).strip().splitlines()
-        reason = next((line for line in detail if "ERROR" in line), detail[-1] if detail else "")
-        raise SetupError(f"cannot fetch {artifact} with Maven: {reason.strip()}")
-    return tarball
-
-
-def _make_cache(folder: Path) -> None:
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        where = "LAB_CACHE" if os.environ.get("LAB_CACHE") else "the lab's cache"
-        raise SetupError(
-            f"{where} ({cache_root()}): cannot make {folder}: {exc.strerror}"
-        ) from None
-
-
-def _unpack(tarball: Path, target: Path, version: str) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix=".unpack-", dir=target.parent))
-    try:
-        with tarfile.open(tarball) as archive:
-            archive.extractall(scratch, filter="data")
-        homes = [p.parent.parent for p in scratch.glob("*/*/bin/qpid-server")]
-        if len(homes) != 1:
-            raise SetupError(f"{tarball} is not a Broker-J {version} binary distribution")
-        homes[0].rename(scratch / "home")
-        for child in list(scratch.iterdir()):
-            if child.name != "home":
-                shutil.rmtree(child)
-        scratch.rename(target)
-    except BaseException:
-        shutil.rmtree(scratch, ignore_errors=True)
-        raise
+    return in_repository(ARTIFACT.format(version=version))
 
 
 def ensure_distribution(version: str = VERSION, say: Say | None = None) -> Distribution:
@@ -147,12 +75,13 @@ def ensure_distribution(version: str = VERSION, say: Say | None = None) -> Distr
     home = target / "home"
     if (home / "lib").is_dir():
         return Distribution(version, home)
-    _make_cache(target.parent)
+    make_cache(target.parent)
     with host_lock(f"broker-j-{version}"):
         if not (home / "lib").is_dir():
-            tarball = _fetch(version, say)
+            tarball = fetch_artifact(ARTIFACT.format(version=version), "Broker-J", say, "45 MB")
             say(f"unpacking {tarball.name} into {target}")
-            _unpack(tarball, target, version)
+            refusal = f"{tarball} is not a Broker-J {version} binary distribution"
+            unpack_home(tarball, target, "*/*/bin/qpid-server", refusal)
     return Distribution(version, home)
 
 

@@ -1,0 +1,107 @@
+"""A target's distribution from Maven Central: fetched into Maven's local repository with
+`mvn dependency:get` on first use, and unpacked once into the lab's cache.
+
+    fetch_artifact("org.apache.qpid:apache-qpid-broker-j:9.2.1:tar.gz:bin", "Broker-J", say)
+        → the file in the local repository (`MAVEN_REPO_LOCAL`, or ~/.m2/repository)
+    unpack_home(tarball, target, "*/*/bin/qpid-server", "a Broker-J 9.2.1 …")
+        → `target/home`: the one folder of the tarball holding the marker, moved into place
+          from a temporary folder beside it, so a half-unpacked distribution is never used
+
+The cache is `<repository>/.lab/cache` (or `$LAB_CACHE`). Callers hold a machine-wide lock
+(lab.ground.locks) around the fetch and unpack of one version.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tarfile
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from lab.ground.errors import SetupError
+from lab.ground.paths import LAB_ROOT
+
+__all__ = ["cache_root", "fetch_artifact", "in_repository", "make_cache", "unpack_home"]
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")  # Maven colours its output even in batch mode
+
+
+def cache_root() -> Path:
+    configured = os.environ.get("LAB_CACHE")
+    return Path(configured) if configured else LAB_ROOT / ".lab" / "cache"
+
+
+def make_cache(folder: Path) -> None:
+    """`folder` in the lab's cache, made now; a SetupError naming the cache otherwise."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        where = "LAB_CACHE" if os.environ.get("LAB_CACHE") else "the lab's cache"
+        raise SetupError(
+            f"{where} ({cache_root()}): cannot make {folder}: {exc.strerror}"
+        ) from None
+
+
+def _repository() -> Path:
+    configured = os.environ.get("MAVEN_REPO_LOCAL")
+    return Path(configured) if configured else Path.home() / ".m2" / "repository"
+
+
+def in_repository(coordinates: str) -> Path:
+    """Where Maven keeps `group:artifact:version[:type[:classifier]]` (type jar by default)."""
+    group, artifact, version, *rest = coordinates.split(":")
+    kind = rest[0] if rest else "jar"
+    classifier = f"-{rest[1]}" if len(rest) > 1 else ""
+    folder = _repository() / group.replace(".", "/") / artifact / version
+    return folder / f"{artifact}-{version}{classifier}.{kind}"
+
+
+def fetch_artifact(
+    coordinates: str, product: str, say: Callable[[str], None], size: str = ""
+) -> Path:
+    """The file of a Maven artifact, fetched into the local repository the first time;
+    `product` names what needs it in the errors (`Broker-J`), `size` what the fetch weighs."""
+    found = in_repository(coordinates)
+    if found.is_file():
+        return found
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise SetupError(
+            f"{product} is fetched with Maven on first use: install it (apt-get install maven)"
+        )
+    say(f"fetching {coordinates} with Maven (once{f'; {size}' if size else ''})")
+    command = [mvn, "-q", "-B", "dependency:get", f"-Dartifact={coordinates}", "-Dtransitive=false"]
+    if "MAVEN_REPO_LOCAL" in os.environ:
+        command.append(f"-Dmaven.repo.local={_repository()}")
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0 or not found.is_file():
+        detail = _ANSI.sub("", done.stdout + done.stderr).strip().splitlines()
+        reason = next((line for line in detail if "ERROR" in line), detail[-1] if detail else "")
+        raise SetupError(f"cannot fetch {coordinates} with Maven: {reason.strip()}")
+    return found
+
+
+def unpack_home(tarball: Path, target: Path, marker: str, refusal: str) -> None:
+    """Unpack `tarball` into `target/home`: the folder two levels above the one file that
+    matches `marker` (a glob from the tarball's top); a SetupError `refusal` when there is
+    not exactly one."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=".unpack-", dir=target.parent))
+    try:
+        with tarfile.open(tarball) as archive:
+            archive.extractall(scratch, filter="data")
+        homes = [p.parent.parent for p in scratch.glob(marker)]
+        if len(homes) != 1:
+            raise SetupError(refusal)
+        homes[0].rename(scratch / "home")
+        for child in list(scratch.iterdir()):
+            if child.name != "home":
+                shutil.rmtree(child)
+        scratch.rename(target)
+    except BaseException:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
