@@ -30,7 +30,6 @@ from lab.campaign.failures import Failure, FailureDB
 from lab.campaign.plan import Cell
 from lab.campaign.warm import start_lab
 from lab.ground.files import write_json
-from lab.ground.paths import LAB_ROOT
 
 __all__ = ["RunRecord", "RunningTask", "Task", "run_task", "settle"]
 
@@ -134,6 +133,7 @@ class RunningTask:
         self.err_path = logs / f"{task.number}.err"
         self.started = time.monotonic()
         self.started_utc = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        self.cwd = Path.cwd()  # where the run starts (lab.campaign.warm): its paths' base
         self.proc = start_lab(task.argv(campaign_dir), self.out_path, self.err_path)
         self.interrupted = False
 
@@ -159,7 +159,7 @@ class RunningTask:
         for line in self.out_path.read_text(encoding="utf-8", errors="replace").splitlines():
             candidate = Path(line.strip())
             if not candidate.is_absolute():
-                candidate = LAB_ROOT / candidate
+                candidate = self.cwd / candidate
             if line.strip() and (candidate / "spec.json").is_file():
                 return candidate
         return None
@@ -193,7 +193,9 @@ class RunningTask:
             verdict=verdict,
             violations=kinds,
             seconds=seconds,
-            folder=None if folder is None else str(folder.relative_to(self.campaign_dir)),
+            folder=None
+            if folder is None
+            else str(folder.relative_to(self.cwd / self.campaign_dir)),
             error=error,
             failure=None if task.failure is None else task.failure.id,
             started=self.started_utc,
