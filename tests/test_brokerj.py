@@ -64,12 +64,16 @@ def test_master_failure_holds_on_local_jvms(lab_run: Callable[..., RunOutcome]) 
 
 
 @pytest.mark.docker
-def test_master_failure_holds_in_containers(lab_run: Callable[..., RunOutcome]) -> None:
+def test_master_failure_holds_in_containers(
+    lab_run: Callable[..., RunOutcome], lab_deviation: Callable[[RunOutcome], str]
+) -> None:
     from lab.backends.docker.engine import can_install, engine_answers
 
     if not engine_answers() and not can_install():
         skip_unless_ci("no Docker engine answers, and the lab installs one only as root on Debian")
-    _assert_held(lab_run("master-failure", backend="docker", target="qpid-broker-j"))
+    outcome = lab_run("master-failure", backend="docker", target="qpid-broker-j")
+    lab_deviation(outcome)  # J1's rolled-back master, when the kill leaves one, is an xfail
+    _assert_held(outcome)
 
 
 def _broker_j_cluster(
