@@ -1,7 +1,5 @@
-"""A ZooKeeper server for the tests of Artemis's ZooKeeper lock manager: a standalone server
-on 127.0.0.1, run from the Artemis distribution's own zookeeper jar (the client Artemis uses)
-with the two jars its server side needs beside it (lab.targets.artemis.distribution's
-SERVER_EXTRAS, fetched with Maven once)."""
+"""A ZooKeeper server for the tests of Artemis's ZooKeeper lock manager on local processes:
+the lab's own (lab.targets.artemis.zookeeper), for the block of a test."""
 
 from __future__ import annotations
 
@@ -14,10 +12,7 @@ from pathlib import Path
 
 from lab.ground.children import popen_options
 from lab.ground.ports import HOST, free_ports, release_ports
-from lab.targets.artemis.distribution import SERVER_EXTRAS, ensure_distribution, maven_artifact
-
-MAIN = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
-TICK_MS = 500
+from lab.targets.artemis.zookeeper import zookeeper_command
 
 
 def _answers(port: int) -> bool:
@@ -31,20 +26,11 @@ def _answers(port: int) -> bool:
 @contextlib.contextmanager
 def zookeeper(folder: Path, deadline_s: float = 120.0) -> Iterator[str]:
     """A ZooKeeper serving on 127.0.0.1 for the block; yields its `host:port`."""
-    home = ensure_distribution().home
-    extras = [str(maven_artifact(coordinates)) for coordinates in SERVER_EXTRAS]
     (port,) = free_ports(1)
-    folder.mkdir(parents=True, exist_ok=True)
-    config = folder / "zoo.cfg"
-    config.write_text(
-        f"tickTime={TICK_MS}\ndataDir={folder / 'data'}\nclientPort={port}\n"
-        f"clientPortAddress={HOST}\nadmin.enableServer=false\n4lw.commands.whitelist=srvr\n",
-        encoding="utf-8",
-    )
-    classpath = ":".join([f"{home}/lib/*", *extras])
+    command = zookeeper_command(folder, port)
     with (folder / "zookeeper.log").open("ab") as log:
         server = subprocess.Popen(
-            ["java", "-Xmx128m", "-cp", classpath, MAIN, str(config)],
+            command,
             stdout=log,
             stderr=subprocess.STDOUT,
             **popen_options(False),

@@ -29,7 +29,7 @@ from lab.ground.spec import GroupSettings
 from lab.judge.bounds import Timing, broker_ref_timings
 from lab.targets.broker_ref_security import group_secret, tls_files, write_private
 from lab.targets.management import Credentials
-from lab.targets.on_hosts import HostLaunch, HostPlace
+from lab.targets.on_hosts import HostLaunch, HostPlace, LabService
 from lab.targets.protocol import (
     ContainerLaunch,
     LogRecord,
@@ -199,6 +199,9 @@ class BrokerRefTarget(RestManagement):
 
     def host_needs(self) -> tuple[str, ...]:
         return ("python",)
+
+    def host_services(self, settings: GroupSettings) -> tuple[LabService, ...]:
+        return ()  # its nodes need nothing beside them
 
     def host_launch(
         self, cluster: ClusterPlan, node: NodePlan, address_of: dict[str, str], place: HostPlace

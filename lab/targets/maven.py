@@ -23,9 +23,17 @@ from collections.abc import Callable
 from pathlib import Path
 
 from lab.ground.errors import SetupError
+from lab.ground.locks import host_lock
 from lab.ground.paths import LAB_ROOT
 
-__all__ = ["cache_root", "fetch_artifact", "in_repository", "make_cache", "unpack_home"]
+__all__ = [
+    "cache_root",
+    "fetch_artifact",
+    "home_archive",
+    "in_repository",
+    "make_cache",
+    "unpack_home",
+]
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")  # Maven colours its output even in batch mode
 
@@ -105,3 +113,19 @@ def unpack_home(tarball: Path, target: Path, marker: str, refusal: str) -> None:
     except BaseException:
         shutil.rmtree(scratch, ignore_errors=True)
         raise
+
+
+def home_archive(home: Path, lock_name: str) -> Path:
+    """An unpacked distribution's home as one .tar.gz beside it (what a host unpacks), made
+    once per machine (`lock_name` names the machine-wide lock that makes it)."""
+    target = home.parent / "home.tar.gz"
+    if target.is_file():
+        return target
+    with host_lock(lock_name):
+        if not target.is_file():
+            scratch = target.with_name(f".{target.name}.{os.getpid()}")
+            with tarfile.open(scratch, "w:gz", compresslevel=1) as archive:
+                for child in sorted(home.iterdir()):
+                    archive.add(child, arcname=child.name)
+            os.replace(scratch, target)
+    return target

@@ -3,13 +3,15 @@ node's things are on its host, how it starts there, and the target's side of it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from lab.ground.nodes import ClusterPlan, NodePlan
+from lab.ground.spec import GroupSettings
 
-__all__ = ["HostLaunch", "HostPlace", "RunsOnHosts"]
+__all__ = ["HostLaunch", "HostPlace", "LabService", "RunsOnHosts"]
 
 
 @dataclass(frozen=True)
@@ -19,6 +21,12 @@ class HostPlace:
 
     root: str
     python: str = "python3"
+    # The run's lab services (LabService) as this host reaches them: name → 127.0.0.1:<port>.
+    services: tuple[tuple[str, str], ...] = ()
+
+    def service(self, name: str) -> str:
+        """Where this host reaches the lab service `name` (a KeyError if the run has none)."""
+        return dict(self.services)[name]
 
     def shipped(self, name: str) -> str:
         """Where a shipment (RunsOnHosts.host_shipment) is unpacked on the host."""
@@ -39,6 +47,17 @@ class HostLaunch:
     env: tuple[tuple[str, str], ...] = ()
 
 
+@dataclass(frozen=True)
+class LabService:
+    """A process the nodes need beside them that the lab runs for the run on its own machine,
+    on 127.0.0.1, and each host reaches through its SSH connection (a port on the host's
+    127.0.0.1 forwarded back): a lock manager the brokers on different machines share.
+    `command(folder, port)` makes what it needs in `folder` and gives its command line."""
+
+    name: str
+    command: Callable[[Path, int], list[str]]
+
+
 @runtime_checkable
 class RunsOnHosts(Protocol):
     """A target whose nodes can run on machines of their own (the hosts backend)."""
@@ -50,6 +69,11 @@ class RunsOnHosts(Protocol):
 
     def host_needs(self) -> tuple[str, ...]:
         """The host's own commands the nodes need (`python`: the host's Python, `java`)."""
+        ...
+
+    def host_services(self, settings: GroupSettings) -> tuple[LabService, ...]:
+        """The lab services a group with these settings needs on hosts (most need none); a
+        UsageError, before anything starts, for settings that cannot run on hosts."""
         ...
 
     def host_launch(

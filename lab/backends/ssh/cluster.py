@@ -34,6 +34,7 @@ from lab.backends.ssh.facts import HostFacts
 from lab.backends.ssh.hosts_file import Host, Inventory
 from lab.backends.ssh.install import ask_facts, fetch, free_ports, install, needed_tools
 from lab.backends.ssh.node import HostNode
+from lab.backends.ssh.services import LabServices
 from lab.backends.ssh.session import HostSession, cleanup_command
 from lab.backends.toxiproxy import ToxiproxyClient, start_server
 from lab.ground.children import popen_options
@@ -43,7 +44,8 @@ from lab.ground.nodes import ClusterPlan, NodePlan, NodeStatus
 from lab.ground.ports import HOST, require_free
 from lab.ground.spec import Durability, GroupSettings, Topology
 from lab.ground.topology import Link, client_link, links_for
-from lab.targets.on_hosts import HostPlace, RunsOnHosts
+from lab.manager.observer import NodeStates
+from lab.targets.on_hosts import HostPlace, LabService, RunsOnHosts
 from lab.targets.protocol import Target
 from lab.targets.python_shipment import python_requirement
 
@@ -82,7 +84,7 @@ class SshCluster(HostAbilities):
         self.group = group or GroupSettings()
         self.target = target
         self.work_dir = work_dir.resolve()
-        self.events: Events = events or NoEvents()
+        self.events: Events = NodeStates(events or NoEvents())  # each node's last role
         self.detached = detached
         self.inventory = hosts
         self.disk_mb = disk_mb
@@ -100,6 +102,9 @@ class SshCluster(HostAbilities):
         self.conns: dict[str, HostConnection] = {}
         self.facts: dict[str, HostFacts] = {}
         self.host_ports: dict[str, tuple[int, int, int]] = {}
+        self.services = LabServices(self.work_dir, self.events, detached)
+        self._needs: tuple[LabService, ...] = ()
+        self._service_at: dict[str, tuple[tuple[str, str], ...]] = {}
 
     # -- what the cluster is, before anything starts -----------------------------------------
 
@@ -118,6 +123,13 @@ class SshCluster(HostAbilities):
         super().check()
         if not isinstance(self.target, RunsOnHosts):
             raise UsageError(f"target {self.target.name} cannot run on hosts (--backend ssh)")
+        self._needs = self.target.host_services(self.group)
+        if self._needs and self.detached:
+            raise UsageError(
+                f"{self._needs[0].name} runs on the lab's machine for the run and is reached "
+                "through the run's SSH connections, which end when `lab up` returns: give "
+                "the target an address of your own for it"
+            )
         self.inventory.check_nodes(self.topology.node_names)
         if self.disk_mb is not None:
             raise UsageError("a full disk (disk_fill) is not offered on hosts: --backend docker")
@@ -150,6 +162,9 @@ class SshCluster(HostAbilities):
             )
             self.loop = SshLoop()
             self._parallel(self._connect_and_install)
+            self._service_at = self.services.start(
+                self._needs, lambda: self._take_ports(1)[0], self.conns
+            )
             self._start_toxiproxy()
             self._plan_and_proxy()
             self._start_nodes()
@@ -237,7 +252,7 @@ class SshCluster(HostAbilities):
 
     def place(self, node: str) -> HostPlace:
         host = self.host(node)
-        return HostPlace(self.session.root(host), host.python)
+        return HostPlace(self.session.root(host), host.python, self._service_at.get(node, ()))
 
     def _start_nodes(self) -> None:
         assert self.plan is not None and isinstance(self.target, RunsOnHosts)
@@ -282,6 +297,7 @@ class SshCluster(HostAbilities):
         with ThreadPoolExecutor(max_workers=8) as pool:
             for node in self.nodes.values():
                 pool.submit(_quietly, node.stop)
+        self.services.stop()
         for name, conn in self.conns.items():
             with contextlib.suppress(LabError, OSError, tarfile.TarError):
                 fetch(conn, self.place(name).node_dir(name), self.work_dir / "nodes" / name)
@@ -346,7 +362,10 @@ class SshCluster(HostAbilities):
         }
 
     def pids(self) -> dict[str, int]:
-        return {} if self.toxiproxy_proc is None else {"toxiproxy": self.toxiproxy_proc.pid}
+        found = self.services.pids()
+        if self.toxiproxy_proc is not None:
+            found["toxiproxy"] = self.toxiproxy_proc.pid
+        return found
 
 
 def _quietly(stop: Any) -> None:

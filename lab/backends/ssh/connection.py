@@ -12,6 +12,7 @@ call here waits for its answer (with a deadline), so callers see plain blocking 
     conn.run("uname -r").stdout
     conn.put(Path("pylib.tar.gz"), "/var/tmp/lab/…/pylib.tar.gz")
     port = conn.forward(8080)              # 127.0.0.1:port here → the host's 127.0.0.1:8080
+    there = conn.forward_back(2181)        # the host's 127.0.0.1:there → 127.0.0.1:2181 here
     follower = conn.follow("tail -F log", on_line, on_end)
     conn.close(); loop.close()
 """
@@ -231,6 +232,17 @@ class HostConnection:
             return await self._conn.forward_local_port("127.0.0.1", 0, "127.0.0.1", remote_port)
 
         listener = self.loop.call(go(), 30.0, f"{self.where}: forward port {remote_port}")
+        self._listeners.append(listener)
+        return int(listener.get_port())
+
+    def forward_back(self, local_port: int) -> int:
+        """A port on the host's 127.0.0.1 that reaches this machine's 127.0.0.1:`local_port`
+        (a service the lab runs for the run's nodes, e.g. a ZooKeeper)."""
+
+        async def go() -> asyncssh.SSHListener:
+            return await self._conn.forward_remote_port("127.0.0.1", 0, "127.0.0.1", local_port)
+
+        listener = self.loop.call(go(), 30.0, f"{self.where}: forward back port {local_port}")
         self._listeners.append(listener)
         return int(listener.get_port())
 

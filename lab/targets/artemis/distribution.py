@@ -7,7 +7,7 @@ puts the tarball (about 47 MB) in Maven's local repository; the lab unpacks it o
 under a machine-wide lock, through a temporary folder renamed into place, so a half-unpacked
 distribution is never used. The version is VERSION, here and nowhere else.
 
-A ZooKeeper server for the pluggable lock manager's tests runs from the distribution's own
+The lab's ZooKeeper (lab.targets.artemis.zookeeper) runs from the distribution's own
 `zookeeper-<v>.jar` (the client Artemis uses); its server side needs two more jars Artemis
 does not ship, fetched the same way (`SERVER_EXTRAS`).
 """

@@ -9,7 +9,7 @@ from lab.ground.nodes import ClusterPlan
 from lab.ground.spec import Durability, GroupSettings, RunSpec
 from lab.targets.artemis.settings import TARGET, ArtemisSettings
 
-__all__ = ["check_plan", "check_run", "settings_of"]
+__all__ = ["check_off_hosts", "check_on_hosts", "check_plan", "check_run", "settings_of"]
 
 MANAGER = "manager"
 
@@ -55,8 +55,38 @@ def check_plan(cluster: ClusterPlan) -> None:
         raise UsageError("quorum voting needs a primary and a backup (and voters beside them)")
 
 
+def check_on_hosts(settings: ArtemisSettings) -> None:
+    """Refuse activation settings that cannot work with each broker on a machine of its own."""
+    if settings.quorum:
+        raise UsageError(
+            "activation quorum-voting on hosts: the voters' pairs have no hosts of their own; "
+            "on hosts give lock-manager=zookeeper (zookeeper=lab, or your ensemble's host:port)"
+        )
+    if settings.lock_manager == "file":
+        raise UsageError(
+            "lock-manager file on hosts: a file lock cannot span machines; give "
+            "--target-setting lock-manager=zookeeper and zookeeper=lab (the lab runs one for "
+            "the run) or zookeeper=HOST:PORT (your ensemble)"
+        )
+
+
+def check_off_hosts(settings: ArtemisSettings, backend: str) -> None:
+    """Refuse what only the hosts backend offers (the lab's ZooKeeper, zookeeper=lab)."""
+    if settings.zookeeper == "lab":
+        raise UsageError(
+            f"zookeeper=lab on the {backend} backend: the lab runs a ZooKeeper for the run "
+            "only on hosts (--backend ssh); here give your ensemble's host:port"
+        )
+
+
 def check_run(spec: RunSpec) -> None:
-    """Refuse a run whose faults or workload Artemis cannot express."""
+    """Refuse a run whose faults, workload or activation settings Artemis cannot express on
+    its backend."""
+    settings = settings_of(spec.group)
+    if spec.backend == "ssh":
+        check_on_hosts(settings)
+    else:
+        check_off_hosts(settings, spec.backend)
     for op in spec.schedule:
         if op.action != "start":
             continue

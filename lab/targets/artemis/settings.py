@@ -4,7 +4,9 @@ starts.
 
     activation        lock-manager (default) | quorum-voting
     lock-manager      file (default: one lock folder the pair shares) | zookeeper
-    zookeeper         host:port[,host:port…] of a ZooKeeper ensemble (lock-manager zookeeper)
+    zookeeper         host:port[,host:port…] of a ZooKeeper ensemble (lock-manager zookeeper),
+                      or `lab` on hosts: the lab runs one for the run on its own machine,
+                      which every host reaches through its SSH connection
     session-ms        ZooKeeper session timeout (default 4000; Artemis's own 18000)
     failback          true (default) | false: a backup that took over hands back to its
                       restarted primary once it is in sync (allow-failback)
@@ -87,10 +89,12 @@ def _choice(raw: Mapping[str, str], key: str, choices: tuple[str, ...]) -> str:
 
 
 def _hosts(text: str) -> str:
+    if text == "lab":
+        return text
     for part in text.split(","):
         host, sep, port = part.strip().rpartition(":")
         if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-            raise UsageError(f"{_where('zookeeper')}: host:port[,host:port…], not {text!r}")
+            raise UsageError(f"{_where('zookeeper')}: host:port[,host:port…] or lab, not {text!r}")
     return text
 
 
@@ -128,7 +132,7 @@ class ArtemisSettings:
         if lock_manager == "zookeeper" and zookeeper is None:
             raise UsageError(
                 f"{_where('zookeeper')}: lock-manager zookeeper needs the ensemble's "
-                "host:port[,host:port…]"
+                "host:port[,host:port…] (or lab on hosts)"
             )
         for key in ("zookeeper", "session-ms"):
             if lock_manager == "file" and key in raw:

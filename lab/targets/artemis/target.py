@@ -16,11 +16,8 @@ through its client proxy, as for every target. The broker's state is read over J
 
 from __future__ import annotations
 
-import io
 import re
-import shlex
 import shutil
-import tarfile
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -32,24 +29,42 @@ from lab.ground.spec import GroupSettings, RunSpec
 from lab.targets.artemis.config import BrokerPlan, etc_files
 from lab.targets.artemis.distribution import VERSION, Distribution, ensure_distribution
 from lab.targets.artemis.jolokia import JolokiaClient
-from lab.targets.artemis.rules import check_plan, check_run, settings_of
-from lab.targets.artemis.settings import DEFAULTS
+from lab.targets.artemis.launch import (
+    CONTAINER_HOME,
+    CONTAINER_INSTANCE,
+    CONTAINER_LOCKS,
+    ETC_TAR,
+    MAIN,
+    java_command,
+    named_peers,
+    tar_of,
+    unpack_and_run,
+    write_etc,
+)
+from lab.targets.artemis.rules import (
+    check_off_hosts,
+    check_on_hosts,
+    check_plan,
+    check_run,
+    settings_of,
+)
+from lab.targets.artemis.settings import DEFAULTS, ArtemisSettings
+from lab.targets.artemis.zookeeper import SERVICE, lab_zookeeper
 from lab.targets.management import Credentials
+from lab.targets.maven import home_archive
+from lab.targets.on_hosts import HostLaunch, HostPlace, LabService
 from lab.targets.protocol import ContainerLaunch, LogRecord, match_log_line
 
-__all__ = ["CONTAINER_HOME", "DEVIATIONS", "MAIN", "ArtemisTarget", "parse_artemis_line"]
+__all__ = [
+    "CONTAINER_HOME",
+    "DEVIATIONS",
+    "MAIN",
+    "ArtemisTarget",
+    "named_peers",
+    "parse_artemis_line",
+]
 
-CONTAINER_HOME = "/opt/artemis"
-CONTAINER_INSTANCE = "/var/lib/artemis"
-CONTAINER_LOCKS = "/locks"  # the run's shared folder: the pair's file lock
-ETC_TAR = f"{CONTAINER_INSTANCE}/etc.tar"
-MAIN = "org.apache.activemq.artemis.boot.Artemis"
-# Start-up first: with the client compiler alone and the serial collector a broker and its
-# web console start in about half the time on two busy cores (10 s instead of 20-30 s at a
-# load average of 20); the lab's loads are a few hundred messages a second.
-JVM_OPTIONS = ("-Xms64m", "-Xmx320m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
 DEVIATIONS = Path(__file__).resolve().parent / "deviations.toml"
-PAIR_NAME = "lab-{node}"  # the name a broker announces and its peers dial it by
 
 # 2026-11-26T06:23:16.289 INFO  [n1] [org.apache.activemq.artemis.core.server] AMQ221007: Server …
 _LINE = re.compile(r"^(\S+) (\w+)\s+\[([^\]\s]+)\] \[[^\]]*\] (AMQ\d{6}): (.*)$")
@@ -88,80 +103,6 @@ def parse_artemis_line(line: str) -> LogRecord | None:
         if found is not None:
             return LogRecord("", "ERROR", "", code, found.group(1))
     return None
-
-
-def _java_command(home: str, instance: str, etc: str, data: str, hosts: bool) -> list[str]:
-    command = [
-        "java",
-        *JVM_OPTIONS,
-        f"-Djava.security.auth.login.config={etc}/login.config",
-        "-Dhawtio.realm=activemq",
-        "-Dhawtio.offline=true",
-        "-Dhawtio.roles=amq",
-        "-Dhawtio.rolePrincipalClasses="
-        "org.apache.activemq.artemis.spi.core.security.jaas.RolePrincipal",
-        f"-Djolokia.policyLocation=file:{etc}/jolokia-access.xml",
-        "-Dlog4j2.disableJmx=true",
-        f"-Dlog4j2.configurationFile={etc}/log4j2.properties",
-        "--add-opens",
-        "java.base/jdk.internal.misc=ALL-UNNAMED",
-    ]
-    if hosts:
-        command.append(f"-Djdk.net.hosts.file={etc}/hosts")
-    return [
-        *command,
-        "-classpath",
-        f"{home}/lib/artemis-boot.jar",
-        f"-Dartemis.home={home}",
-        f"-Dartemis.instance={instance}",
-        f"-Dartemis.instance.etc={etc}",
-        f"-Djava.io.tmpdir={instance}/tmp",
-        f"-Ddata.dir={data}",
-        MAIN,
-        "run",
-    ]
-
-
-def _write_etc(plan: BrokerPlan, web: bool = True) -> dict[str, str]:
-    files = etc_files(plan, web)
-    plan.etc_dir.mkdir(parents=True, exist_ok=True)
-    for name, text in files.items():
-        (plan.etc_dir / name).write_text(text, encoding="utf-8")
-    return files
-
-
-def _tar(files: Mapping[str, str]) -> bytes:
-    out = io.BytesIO()
-    with tarfile.open(fileobj=out, mode="w") as archive:
-        for name, text in sorted(files.items()):
-            data = text.encode()
-            info = tarfile.TarInfo(name)
-            info.size, info.mode = len(data), 0o600
-            archive.addfile(info, io.BytesIO(data))
-    return out.getvalue()
-
-
-def named_peers(cluster: ClusterPlan, node: NodePlan) -> tuple[str, dict[str, str], dict[str, str]]:
-    """On local processes: what `node` announces (`lab-<node>:<port>`, the port its peers'
-    proxies to it listen on), each peer as it dials it, and its hosts file (each peer's name
-    to the loopback address of their pair's proxy)."""
-    mine = cluster.peer_addresses.get(node.name, {})
-    ports = {
-        addr.rpartition(":")[2]
-        for peers in cluster.peer_addresses.values()
-        for peer, addr in peers.items()
-        if peer == node.name
-    }
-    if len(ports) > 1:
-        raise ClusterError(f"{node.name}'s peers dial it at different ports: {sorted(ports)}")
-    own_port = ports.pop() if ports else str(node.replication_port)
-    hosts = {PAIR_NAME.format(node=node.name): HOST}
-    peers: dict[str, str] = {}
-    for peer, addr in mine.items():
-        host, _, port = addr.rpartition(":")
-        hosts[PAIR_NAME.format(node=peer)] = host
-        peers[peer] = f"{PAIR_NAME.format(node=peer)}:{port}"
-    return f"{PAIR_NAME.format(node=node.name)}:{own_port}", peers, hosts
 
 
 class ArtemisTarget:
@@ -229,8 +170,14 @@ class ArtemisTarget:
         found = settings_of(settings)
         return tuple(f"v{i}" for i in range(1, 2 * found.voters + 1)) if found.quorum else ()
 
-    def _plan(self, cluster: ClusterPlan, node: NodePlan, **where: object) -> BrokerPlan:
-        settings = settings_of(cluster.settings)
+    def _plan(
+        self,
+        cluster: ClusterPlan,
+        node: NodePlan,
+        settings: ArtemisSettings | None = None,
+        **where: object,
+    ) -> BrokerPlan:
+        settings = settings or settings_of(cluster.settings)
         timings = cluster.settings.active_passive
         password = timings.password_of(node.name) if timings.ha_auth else timings.ha_password
         primary, group = node.name == cluster.members[0], cluster.group
@@ -252,6 +199,7 @@ class ArtemisTarget:
 
     def command(self, cluster: ClusterPlan, node: NodePlan) -> list[str]:
         check_plan(cluster)
+        check_off_hosts(settings_of(cluster.settings), "process")
         if shutil.which("java") is None:
             raise SetupError("Artemis needs a Java runtime: install openjdk-17-jdk-headless")
         advertised, peers, hosts = named_peers(cluster, node)
@@ -271,11 +219,11 @@ class ArtemisTarget:
             locks_dir=locks,
             hosts=hosts,
         )
-        _write_etc(plan, web=not cluster.is_witness(node.name))
+        write_etc(plan, web=not cluster.is_witness(node.name))
         node.data_dir.mkdir(parents=True, exist_ok=True)
         (node.node_dir / "tmp").mkdir(exist_ok=True)
         home = str(self.distribution.home)
-        return _java_command(home, str(node.node_dir), str(plan.etc_dir), str(node.data_dir), True)
+        return java_command(home, str(node.node_dir), str(plan.etc_dir), str(node.data_dir), True)
 
     # -- containers ----------------------------------------------------------------------------
 
@@ -287,6 +235,7 @@ class ArtemisTarget:
         one tar the command unpacks (a copy is kept in the run folder); the file lock's folder
         is the run's shared one."""
         check_plan(cluster)
+        check_off_hosts(settings_of(cluster.settings), "docker")
         etc = f"{CONTAINER_INSTANCE}/etc"
         plan = self._plan(
             cluster,
@@ -306,12 +255,60 @@ class ArtemisTarget:
         kept.mkdir(parents=True, exist_ok=True)
         for name, text in files.items():
             (kept / name).write_text(text, encoding="utf-8")
-        java = _java_command(CONTAINER_HOME, CONTAINER_INSTANCE, etc, str(node.data_dir), False)
-        script = (
-            f"mkdir -p {etc} {CONTAINER_INSTANCE}/tmp && tar -xf {ETC_TAR} -C {etc} "
-            f"&& exec {shlex.join(java)}"
+        java = java_command(CONTAINER_HOME, CONTAINER_INSTANCE, etc, str(node.data_dir), False)
+        command = unpack_and_run(etc, CONTAINER_INSTANCE, ETC_TAR, java)
+        return ContainerLaunch(tar_of(files), ETC_TAR, command, CONTAINER_LOCKS)
+
+    # -- hosts ---------------------------------------------------------------------------------
+
+    def host_shipment(self) -> dict[str, Path]:
+        """The distribution, as one archive of its home (made once, in the lab's cache)."""
+        dist = self.distribution
+        return {"artemis": home_archive(dist.home, f"artemis-archive-{dist.version}")}
+
+    def host_needs(self) -> tuple[str, ...]:
+        return ("java",)
+
+    def host_services(self, settings: GroupSettings) -> tuple[LabService, ...]:
+        """The lab's ZooKeeper with `zookeeper=lab`; a file lock or quorum voting refused."""
+        found = settings_of(settings)
+        check_on_hosts(found)
+        return (lab_zookeeper(self.version),) if found.zookeeper == "lab" else ()
+
+    def host_launch(
+        self, cluster: ClusterPlan, node: NodePlan, address_of: dict[str, str], place: HostPlace
+    ) -> HostLaunch:
+        """On every interface of its host, announcing its host's address and dialling its
+        peers at theirs (directly: the hosts backend cuts links with packet filters); its etc
+        folder goes in as one tar the command unpacks (a copy is kept in the run folder)."""
+        check_plan(cluster)
+        settings = settings_of(cluster.settings)
+        check_on_hosts(settings)
+        if settings.zookeeper == "lab":
+            settings = replace(settings, zookeeper=place.service(SERVICE))
+        home, instance = place.shipped("artemis"), place.node_dir(node.name)
+        etc = f"{instance}/etc"
+        plan = self._plan(
+            cluster,
+            node,
+            settings,
+            data_dir=node.data_dir,
+            etc_dir=Path(etc),
+            bind_host="0.0.0.0",
+            amqp_port=node.amqp_port,
+            cluster_port=node.replication_port,
+            http_port=node.management_port,
+            advertised=address_of[node.name],
+            peers={p: a for p, a in address_of.items() if p != node.name},
         )
-        return ContainerLaunch(_tar(files), ETC_TAR, ("sh", "-c", script), CONTAINER_LOCKS)
+        files = etc_files(plan, web=True)
+        kept = node.node_dir / "etc"
+        kept.mkdir(parents=True, exist_ok=True)
+        for name, text in files.items():
+            (kept / name).write_text(text, encoding="utf-8")
+        java = java_command(home, instance, etc, str(node.data_dir), False)
+        tar = f"{instance}/etc.tar"
+        return HostLaunch(tar_of(files), tar, unpack_and_run(etc, instance, tar, java))
 
     def full_gc_command(self, pid: int | None) -> list[str]:
         return ["jcmd", str(pid) if pid is not None else MAIN, "GC.run"]

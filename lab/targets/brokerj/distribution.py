@@ -13,14 +13,20 @@ from __future__ import annotations
 
 import os
 import sys
-import tarfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from lab.ground.errors import SetupError
 from lab.ground.locks import host_lock
-from lab.targets.maven import cache_root, fetch_artifact, in_repository, make_cache, unpack_home
+from lab.targets.maven import (
+    cache_root,
+    fetch_artifact,
+    in_repository,
+    make_cache,
+    unpack_home,
+)
+from lab.targets.maven import home_archive as archive_of
 
 __all__ = [
     "ARTIFACT",
@@ -87,14 +93,4 @@ def ensure_distribution(version: str = VERSION, say: Say | None = None) -> Distr
 
 def home_archive(dist: Distribution) -> Path:
     """The distribution's home as one .tar.gz beside it (what a host unpacks), made once."""
-    target = dist.home.parent / "home.tar.gz"
-    if target.is_file():
-        return target
-    with host_lock(f"broker-j-archive-{dist.version}"):
-        if not target.is_file():
-            scratch = target.with_name(f".{target.name}.{os.getpid()}")
-            with tarfile.open(scratch, "w:gz", compresslevel=1) as archive:
-                for child in sorted(dist.home.iterdir()):
-                    archive.add(child, arcname=child.name)
-            os.replace(scratch, target)
-    return target
+    return archive_of(dist.home, f"broker-j-archive-{dist.version}")

@@ -32,7 +32,7 @@ from lab.targets.brokerj.distribution import (
     ensure_distribution,
     home_archive,
 )
-from lab.targets.on_hosts import HostLaunch, HostPlace
+from lab.targets.on_hosts import HostLaunch, HostPlace, LabService
 from lab.targets.protocol import (
     ContainerLaunch,
     LogRecord,
@@ -182,6 +182,9 @@ class BrokerJTarget(RestManagement):
 
     def host_needs(self) -> tuple[str, ...]:
         return ("java",)
+
+    def host_services(self, settings: GroupSettings) -> tuple[LabService, ...]:
+        return ()  # its nodes need nothing beside them
 
     def host_launch(
         self, cluster: ClusterPlan, node: NodePlan, address_of: dict[str, str], place: HostPlace
