@@ -29,7 +29,7 @@ def _run(session: Path, test: str, scenario: str, stamp: str, result: dict[str, 
     return folder
 
 
-def _suite(session: Path, target: str, backend: str) -> None:
+def _suite(session: Path, target: str, backend: str, prefix: str = "t") -> None:
     """A session as the plugin leaves it: three runs and a refusal, indexed."""
     deviation = {"outcome": "reproduced", "id": "J3-designated-primary-stalls"}
     runs = [
@@ -44,8 +44,8 @@ def _suite(session: Path, target: str, backend: str) -> None:
           "check": {"lost": {"count": 3}}, "metrics": {"unavailable_longest_s": 9.96}}),
     ]  # fmt: skip
     for i, (scenario, stamp, result) in enumerate(runs):
-        folder = _run(session, f"t{i}", scenario, stamp, result)
-        entry = {"test": f"t{i}", "scenario": scenario, "folder": str(folder)}
+        folder = _run(session, f"{prefix}{i}", scenario, stamp, result)
+        entry = {"test": f"{prefix}{i}", "scenario": scenario, "folder": str(folder)}
         append_index(session / SUITE_INDEX, {"target": target, "backend": backend, **entry})
     refused = {"test": "t9", "scenario": "primary-failure", "refused": "no active-passive mode"}
     append_index(session / SUITE_INDEX, {"target": target, "backend": backend, **refused})
@@ -90,6 +90,21 @@ def test_a_session_says_when_and_on_what_it_ran(tmp_path: Path) -> None:
     row = f"| `{tmp_path / 'bj'}` | 3 runs, 1 refused | 2026-11-24 10:02 – 10:14 | {load} | "
     assert row + MACHINE.describe() + " |" in text
     assert "\n".join(table(cells)) in text
+
+
+def test_a_session_of_two_targets_counts_one_targets_runs_on_its_page(tmp_path: Path) -> None:
+    _suite(tmp_path / "both", "qpid-broker-j", "process")
+    _suite(tmp_path / "both", "broker_ref", "process", prefix="r")
+    (both,) = sessions([tmp_path / "both"])
+    assert (both.runs, both.refused) == (6, 2)
+    (one,) = sessions([tmp_path / "both"], "qpid-broker-j")
+    assert (one.runs, one.refused) == (3, 1)
+    (none,) = sessions([tmp_path / "both"], "qpid-broker-j@9.1.0")  # no version recorded
+    assert (none.runs, none.refused, none.first) == (0, 0, None)
+    cells = [c for c in collect([tmp_path / "both"]) if c.target == "broker_ref"]
+    text = page([tmp_path / "both"], cells, "lab tables suite both --out x.md --target broker_ref",
+                dt.datetime(2026, 11, 26, 7, 0, tzinfo=dt.UTC), target="broker_ref")  # fmt: skip
+    assert f"| `{tmp_path / 'both'}` | 3 runs, 1 refused |" in text
 
 
 def test_the_first_index_line_records_the_machine(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ import json
 import os
 from pathlib import Path
 
+import pytest
 from conftest import run_lab
 
 from lab.cli.doctor import table
@@ -74,3 +75,19 @@ def test_without_docker_the_engine_row_says_how_to_get_one(tmp_path: Path) -> No
     assert "apt-get install docker.io" in str(engine["install"])
     text = run_lab("doctor", cwd=tmp_path, env=env).stdout
     assert "--  Docker engine" in text and "enables: --backend docker" in text
+
+
+def test_without_a_checkout_toxiproxy_is_installed_with_go_not_the_bootstrap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import lab.backends.toxiproxy as toxiproxy
+
+    assert "scripts/bootstrap.sh" in toxiproxy.install_hint()  # this checkout has it
+    monkeypatch.setattr(toxiproxy, "LAB_ROOT", tmp_path)  # as where pip installed the lab
+    hint = toxiproxy.install_hint()
+    assert "bootstrap" not in hint
+    assert (
+        f"go install github.com/Shopify/toxiproxy/v2/cmd/server@{toxiproxy.SERVER_VERSION}" in hint
+    )
+    bootstrap = (Path(__file__).parent.parent / "scripts" / "bootstrap.sh").read_text()
+    assert f'toxiproxy_version="{toxiproxy.SERVER_VERSION}"' in bootstrap  # the same version

@@ -24,6 +24,7 @@ from toxiproxy.exceptions import NotFound
 from toxiproxy.server import Toxiproxy
 
 from lab.ground.errors import ClusterError, SetupError
+from lab.ground.paths import LAB_ROOT
 from lab.ground.ports import HOST
 
 __all__ = ["ProxyInfo", "ToxiproxyClient", "find_server_binary", "start_server"]
@@ -40,6 +41,21 @@ TOXIC_TYPES = (
 )
 
 
+SERVER_VERSION = "v2.12.0"  # the one scripts/bootstrap.sh builds
+
+
+def install_hint() -> str:
+    """How to get toxiproxy-server: the bootstrap in a checkout of the lab; where the lab was
+    installed with pip (no scripts/), Go's own command, by the module path."""
+    if (LAB_ROOT / "scripts" / "bootstrap.sh").is_file():
+        return "run scripts/bootstrap.sh to install it (it builds it with `go install`; needs Go)"
+    module = f"github.com/Shopify/toxiproxy/v2/cmd/server@{SERVER_VERSION}"
+    return (
+        f"install it on PATH as toxiproxy-server: GOBIN=DIR go install {module}, "
+        "then rename DIR/server to DIR/toxiproxy-server"
+    )
+
+
 def find_server_binary() -> str:
     """The toxiproxy-server to run: one on PATH, else the one the bootstrap put in the venv."""
     on_path = shutil.which("toxiproxy-server")
@@ -48,9 +64,7 @@ def find_server_binary() -> str:
     in_venv = Path(sys.prefix) / "bin" / "toxiproxy-server"
     if in_venv.is_file() and os.access(in_venv, os.X_OK):
         return str(in_venv)
-    raise SetupError(
-        "toxiproxy-server not found on PATH or in .venv/bin; run scripts/bootstrap.sh to install it"
-    )
+    raise SetupError(f"toxiproxy-server not found on PATH or in {in_venv.parent}; {install_hint()}")
 
 
 def start_server(

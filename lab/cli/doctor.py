@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from lab.cli.common import Commands
 from lab.cli.doctor_probes import PROBES, Finding, Probe
+from lab.ground.paths import LAB_ROOT
 
 __all__ = ["register"]
 
@@ -56,8 +57,12 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
         print(
             "ready: `lab run` works on local processes"
             if ready
-            else "not ready: a piece `lab run` needs is missing (above); scripts/bootstrap.sh "
-            "installs the lab's own"
+            else "not ready: a piece `lab run` needs is missing (above); "
+            + (
+                "scripts/bootstrap.sh installs the lab's own"
+                if (LAB_ROOT / "scripts" / "bootstrap.sh").is_file()
+                else "each row says how to get it"
+            )
         )
     return 0 if ready else 1
 

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from lab.backends.toxiproxy import install_hint
 from lab.ground.extras import DOCKER, HOSTS, REPORTS, Extra
 
 __all__ = ["PROBES", "Finding", "Probe"]
@@ -164,7 +165,7 @@ PROBES: tuple[Probe, ...] = (
     Probe(
         "Toxiproxy server",
         "every run: each client and node link goes through it",
-        "scripts/bootstrap.sh (builds it with `go install`; needs Go)",
+        install_hint(),
         _toxiproxy,
         needed_for_first_run=True,
     ),

@@ -76,7 +76,7 @@ def _cmd_tables(args: argparse.Namespace) -> int:
     shown = " ".join(str(f) for f in args.folders)
     command = f"lab tables suite {shown} --out {args.out}"
     command += f" --target {args.target}" * (args.target is not None)
-    text = page(args.folders, cells, command, made, declared_deviations, before)
+    text = page(args.folders, cells, command, made, declared_deviations, before, args.target)
     records = (c.record() for c in cells if c.verdict is not None)
     rates = Baseline(made, tuple(tally(records)), folders)
     write_text(args.out, text)

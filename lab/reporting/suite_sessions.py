@@ -1,11 +1,11 @@
 """Where, when and on what each scenario-suite session ran: the sessions table of the
 verdict pages (lab.reporting.suite_table).
 
-    sessions(folders) → [Session]   runs and refusals counted from each folder's index (or its
-                                    result.json files), the first and last run's start (the
-                                    run folders' names), the machine and its load
-                                    (machine.json: as the session began; the index's lines:
-                                    as each run ended)
+    sessions(folders, target) → [Session]
+        runs and refusals counted from each folder's index (or its result.json files), all of
+        them or those of one target (`NAME[@VERSION]`), the first and last run's start (the
+        run folders' names), the machine and its load (machine.json: as the session began;
+        the index's lines: as each run ended)
 """
 
 from __future__ import annotations
@@ -68,20 +68,42 @@ def _started(folder: Path) -> dt.datetime | None:
     return dt.datetime.strptime(found[1], "%Y%m%dT%H%M%SZ").replace(tzinfo=dt.UTC)
 
 
-def sessions(folders: Sequence[Path]) -> list[Session]:
+def _of(entry: dict[str, object], target: str | None) -> bool:
+    """Whether an index line or a result.json is of `target` (`NAME` or `NAME@VERSION`)."""
+    if target is None:
+        return True
+    name, _, version = target.partition("@")
+    own, _, own_version = str(entry.get("target")).partition("@")
+    return own == name and (not version or (entry.get("target_version") or own_version) == version)
+
+
+def _results(folder: Path, target: str | None) -> list[Path]:
+    found = []
+    for path in folder.rglob("result.json"):
+        try:
+            result = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(result, dict) and _of(result, target):
+            found.append(path.parent)
+    return found
+
+
+def sessions(folders: Sequence[Path], target: str | None = None) -> list[Session]:
+    """Each folder as a session; with `target`, only that target's runs and refusals counted."""
     found: list[Session] = []
     for folder in folders:
         index = folder / SUITE_INDEX
         loads: tuple[float, ...] = ()
         if index.is_file():
-            entries = read_index(index)
+            entries = [e for e in read_index(index) if _of(e, target)]
             runs = [Path(str(e["folder"])) for e in entries if "folder" in e]
             refused = sum(1 for e in entries if "refused" in e)
             loads = tuple(
                 float(e["load"]) for e in entries if "folder" in e and _number(e.get("load"))
             )
         else:
-            runs = [p.parent for p in folder.rglob("result.json")]
+            runs = _results(folder, target)
             refused = 0
         times = sorted(t for t in (_started(r) for r in runs) if t is not None)
         machine, load = None, None

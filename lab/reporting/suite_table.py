@@ -335,8 +335,10 @@ def page(
     made: dt.datetime,
     declared: Declared = _no_declarations,
     before: Baseline | None = None,
+    target: str | None = None,
 ) -> str:
-    """The generated page: what made it, each session's dates, load and machine, the rates
+    """The generated page (of one target's runs, with `target`): what made it, each session's
+    dates, load and machine, the rates
     (compared with the declared deviations' and those published `before`), every run, and
     where two versions of a target differ."""
     title = ", ".join(dict.fromkeys(target_title(t, v) for t, v, _ in _columns(cells)))
@@ -351,7 +353,7 @@ def page(
         "| session | runs | started (UTC) | load | machine |",
         "|---|---|---|---|---|",
     ]
-    for s in sessions(folders):
+    for s in sessions(folders, target):
         machine = "not recorded" if s.machine is None else s.machine.describe()
         counted = f"{s.runs} runs, {s.refused} refused"
         lines.append(f"| `{s.folder}` | {counted} | {s.when} | {s.load_text} | {machine} |")

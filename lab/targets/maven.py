@@ -7,7 +7,8 @@
         → `target/home`: the one folder of the tarball holding the marker, moved into place
           from a temporary folder beside it, so a half-unpacked distribution is never used
 
-The cache is `<repository>/.lab/cache` (or `$LAB_CACHE`). Callers hold a machine-wide lock
+The cache is `<checkout>/.lab/cache`, or `~/.cache/lab/distributions` for a lab installed as a
+package, or `$LAB_CACHE` (cache_root). Callers hold a machine-wide lock
 (lab.ground.locks) around the fetch and unpack of one version.
 """
 
@@ -24,7 +25,7 @@ from pathlib import Path
 
 from lab.ground.errors import SetupError
 from lab.ground.locks import host_lock
-from lab.ground.paths import LAB_ROOT
+from lab.ground.paths import LAB_ROOT, user_cache
 
 __all__ = [
     "cache_root",
@@ -39,8 +40,15 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")  # Maven colours its output even in batch 
 
 
 def cache_root() -> Path:
+    """`$LAB_CACHE`; else `.lab/cache` in the lab's checkout, or where the lab was installed
+    as a package (no checkout around it) the user's cache (`~/.cache/lab/distributions`),
+    never the Python environment's own folders."""
     configured = os.environ.get("LAB_CACHE")
-    return Path(configured) if configured else LAB_ROOT / ".lab" / "cache"
+    if configured:
+        return Path(configured)
+    if (LAB_ROOT / "pyproject.toml").is_file():
+        return LAB_ROOT / ".lab" / "cache"
+    return user_cache() / "distributions"
 
 
 def make_cache(folder: Path) -> None:
