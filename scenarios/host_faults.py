@@ -10,17 +10,24 @@ first, then a replica, one node at a time; the clocks move the nodes' monotonic 
     clock-drift    the master's clock runs fast, later a replica's runs slow
     clock-strobe   the master's clock flips between ahead and right every second
     lossy-network  the master's host loses and duplicates what it sends, then a replica's
+
+Each has an active-passive twin (`--mode active-passive`): the same faults on the primary,
+then on a backup in sync, judged the same way; a target whose brokers activate themselves
+(Artemis) runs it without a cluster manager.
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from dataclasses import replace
 
 from lab.ground.faultops import FaultOp
 from lab.ground.spec import RunSpec, Topology, Workload
 from lab.judge.expectations import ServiceResumed
 from lab.judge.prediction import Prediction
+from scenarios.active_passive import CLUSTER
+from scenarios.active_passive_self import self_cluster
 from scenarios.base import Scenario, fault_window, uniform
 
 __all__ = ["CLOCK_DRIFT", "CLOCK_JUMP", "CLOCK_STROBE", "LOSSY_NETWORK"]
@@ -58,7 +65,7 @@ def _prediction(what: str) -> Prediction:
 def _scenario(
     name: str, summary: str, what: str, schedule: Callable[..., tuple[FaultOp, ...]]
 ) -> Scenario:
-    return Scenario(
+    group = Scenario(
         name=name,
         summary=summary,
         prediction=_prediction(what),
@@ -67,6 +74,9 @@ def _scenario(
         workload=LOAD,
         backends=HOSTS,
     )
+    passive = replace(group, group=CLUSTER)
+    passive = replace(passive, self_activated=replace(passive, group=self_cluster(CLUSTER)))
+    return replace(group, twin=passive)
 
 
 CLOCK_JUMP = _scenario(

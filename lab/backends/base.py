@@ -189,13 +189,14 @@ class ClusterBase(Generic[N]):
         while time.monotonic() < deadline:
             outside = self.outside()
             never = self._never_ready()  # a misconfigured broker may stop itself
-            brokers = len([n for n in self.nodes if n not in outside | never])
             for name, node in self.nodes.items():
                 if name in outside or name in never or node.running or node.paused:
                     continue
                 if own is None:
                     raise ClusterError(f"node {name} {node.exit_detail()}")
                 never = never | {name}
+            # the brokers still in the group: one left alone needs no backup in sync
+            brokers = len([n for n in self.nodes if n not in outside | never])
             last = {n: s for n, s in self.statuses().items() if n not in outside}
             running = {n: s for n, s in last.items() if n not in never}
             if group_ready(running) if own is None else own.group_ready(running, brokers):

@@ -50,6 +50,11 @@ class SshLoop:
         self._thread.start()
 
     def call(self, coro: Coroutine[Any, Any, T], timeout_s: float, what: str) -> T:
+        """Run `coro` on the loop and wait for it: from any thread but the loop's own, which
+        would wait for itself (a ClusterError at once, not a hung lab)."""
+        if threading.current_thread() is self._thread:
+            coro.close()
+            raise ClusterError(f"{what}: asked from the SSH loop's own thread, which would hang")
         future = asyncio.run_coroutine_threadsafe(coro, self.loop)
         try:
             return future.result(timeout_s)

@@ -114,16 +114,18 @@ class HostNode:
         def on_line(line: str) -> None:
             take_log_line(line, log, self.target, self.events, self.plan.name)
 
-        def on_end() -> None:
+        def on_end() -> None:  # on the SSH loop's thread: nothing here may wait for it
             log.close()
             ending = self._ending
             self._alive = False
             self._ended.set()
-            if not ending:
-                status = self._status()
-                self.events.emit("node.exit", self.plan.name, status=status, host=self.host)
+            if not ending:  # ended by itself: its exit status is read over SSH, elsewhere
+                threading.Thread(target=self._exited, name=f"exit-{self.plan.name}").start()
 
         self._follower = self.conn.follow(command, on_line, on_end)
+
+    def _exited(self) -> None:
+        self.events.emit("node.exit", self.plan.name, status=self._status(), host=self.host)
 
     def _status(self) -> str:
         try:
