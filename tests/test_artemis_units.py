@@ -345,3 +345,38 @@ def test_the_group_is_ready_with_one_primary_and_its_backup_in_sync() -> None:
     two = {"n1": master, "n2": status("n2", "MASTER")}
     assert not target.group_ready(two, 2)
     assert BrokerState(True, False, True).role == "MASTER"
+
+
+def test_a_primary_that_lost_its_lock_is_no_master_from_its_decision_to_stop() -> None:
+    """With a ZooKeeper lock manager a primary whose session expired (its clock slowed, or it
+    was frozen) decides to stop on an uncoded line; its JVM may end before any "stopped"
+    line. Read as the moment it leaves the active role: the backup that activates just after
+    is no second master (clients saw the one stop serving before the other began)."""
+    from lab.judge.metrics import _two_masters
+
+    line = (
+        "2026-11-26T13:50:45.688 ERROR [n2] [org.apache.activemq.artemis.core.server.impl."
+        "ReplicationPrimaryActivation] Quorum UNAVAILABLE: async stopping broker.\n"
+    )
+    stopping = parse_artemis_line(line)
+    assert stopping is not None
+    assert (stopping.node, stopping.code, stopping.took_role, stopping.took_status) == (
+        "n2",
+        "LAB-STOPPING",
+        "WAITING",
+        "joining",
+    )
+    assert parse_artemis_line(line.replace("Quorum UNAVAILABLE", "Quorum AVAILABLE")) is None
+
+    def at(ms: int, node: str, kind: str, **more: object) -> dict[str, object]:
+        return {"kind": kind, "time": ms * 1_000_000, "node": node, **more}
+
+    read = [
+        at(0, "n2", "node.role", role="MASTER"),
+        at(31_610, "n2", "node.role", role="WAITING"),  # the decision to stop, read now
+        at(31_950, "n3", "node.role", role="MASTER"),
+        at(32_550, "n2", "node.exit"),
+    ]
+    assert not _two_masters(read)
+    unread = [e for e in read if e["time"] != 31_610 * 1_000_000]  # as before: until its exit
+    assert _two_masters(unread)

@@ -89,9 +89,24 @@ TAKEN: dict[str, tuple[str, str | None]] = {
 }
 
 
+# An uncoded line that is its broker leaving the active role at that moment: a primary whose
+# lock manager no longer grants it the lock (its ZooKeeper session expired while it was
+# frozen, or its clock jumped) decides to stop and says so; its "stopped" (AMQ221002) comes
+# only after the stop is over, and its JVM may end first. The lab names the line STOPPING.
+_STOPPING_LINE = re.compile(
+    r"^(\S+) (\w+)\s+\[([^\]\s]+)\] \[[^\]]*\] (Quorum UNAVAILABLE: async stopping broker\.?)$"
+)
+STOPPING = "LAB-STOPPING"
+
+
 def parse_artemis_line(line: str) -> LogRecord | None:
     """A console line with an Artemis code (AMQ221007 …) as a record, or one of LAB_EVENTS
-    read as broker_ref's code; None for other lines."""
+    read as broker_ref's code, or a primary's decision to stop (STOPPING); None for other
+    lines."""
+    stopping = _STOPPING_LINE.match(line.rstrip("\n"))
+    if stopping is not None:
+        time, level, node, text = stopping.groups()
+        return LogRecord(time, level, node, STOPPING, text, "WAITING", "joining")
     record = match_log_line(_LINE, line)
     if record is not None:
         taken = TAKEN.get(record.code)
