@@ -16,7 +16,7 @@ import pytest
 from conftest import run_lab
 from group_helpers import until
 
-from lab.bench.interrupt import interrupt_once, leftovers_of
+from lab.bench.interrupt import as_from_a_terminal, interrupt_once, leftovers_of
 from lab.ground.paths import LAB_ROOT
 from lab.pytest_plugin import skip_unless_ci
 
@@ -57,6 +57,7 @@ def _start(tmp_path: Path, backend: str) -> tuple[subprocess.Popen[bytes], Path]
         cwd=LAB_ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        preexec_fn=as_from_a_terminal,  # its SIGINT is Ctrl-C's, however pytest was started
     )
     # Stopped once its fault is on and a producer has recorded a send, however long the
     # machine takes to get there (the deadline only ends a hung run).

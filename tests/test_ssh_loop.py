@@ -33,6 +33,8 @@ def test_a_call_from_the_loops_own_thread_is_an_error_not_a_hang() -> None:
         assert loop.call(_answer(), 5.0, "ask again") == 42  # still serving
     finally:
         loop.close()
+    with pytest.raises(ClusterError, match=r"^late: the SSH connections are closed$"):
+        loop.call(_answer(), 5.0, "late")
 
 
 def test_an_answer_that_never_comes_is_an_error_naming_what_was_asked() -> None:

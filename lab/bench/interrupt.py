@@ -26,7 +26,7 @@ from lab.bench._base import Benchmark, Say
 from lab.ground.children import process_alive
 from lab.ground.paths import LAB_ROOT
 
-__all__ = ["BENCHMARK", "Interrupted", "interrupt_once", "leftovers_of"]
+__all__ = ["BENCHMARK", "Interrupted", "as_from_a_terminal", "interrupt_once", "leftovers_of"]
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGKILL)
 DEFAULT_RUNS = 20
@@ -102,7 +102,10 @@ def _lab(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     )
 
 
-def _default_sigint() -> None:
+def as_from_a_terminal() -> None:
+    """For a child started to be stopped by Ctrl-C (`preexec_fn`): SIGINT as a terminal gives
+    it. Started in the background (`&` without job control), a process has SIGINT ignored,
+    its children inherit that, and Python then installs no KeyboardInterrupt for it."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
@@ -118,9 +121,7 @@ def interrupt_once(
         cwd=LAB_ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        # As from a terminal: a benchmark started in the background (`&` without job
-        # control) has SIGINT ignored, and a child would inherit that and never see it.
-        preexec_fn=_default_sigint,
+        preexec_fn=as_from_a_terminal,
     )
     time.sleep(after_s)
     proc.send_signal(sig)
@@ -142,8 +143,9 @@ def interrupt_once(
             problems.append(f"result.json says {result['interrupted']['signal']}")
     else:
         problems.append("no result.json")
-    if (folder / "history.jsonl").is_file():
-        checked = _lab("check", str(folder / "history.jsonl"))
+    history = folder / "history.jsonl"
+    if history.is_file() and history.stat().st_size > 0:  # empty: stopped before any operation
+        checked = _lab("check", str(history))
         if checked.returncode == 2:
             problems.append(f"history unreadable: {checked.stderr.strip()}")
     return Interrupted(

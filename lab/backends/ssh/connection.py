@@ -55,6 +55,9 @@ class SshLoop:
         if threading.current_thread() is self._thread:
             coro.close()
             raise ClusterError(f"{what}: asked from the SSH loop's own thread, which would hang")
+        if self.loop.is_closed():  # a node's exit read just as the cluster closed
+            coro.close()
+            raise ClusterError(f"{what}: the SSH connections are closed")
         future = asyncio.run_coroutine_threadsafe(coro, self.loop)
         try:
             return future.result(timeout_s)
