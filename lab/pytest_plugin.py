@@ -283,6 +283,7 @@ def _write_rates(terminalreporter: Any) -> None:
                 RunRecord(
                     str(run["scenario"]), str(run["target"]), str(run["backend"]), run["seed"],
                     verdict, run["deviation"], run["gap_s"], str(run["mode"] or ""),
+                    tuple(sorted((run.get("settings") or {}).items())),
                 )
             )  # fmt: skip
     lines = summary(records, declared_deviations)

@@ -246,7 +246,9 @@ def test_a_page_compares_with_the_declarations_of_its_target(tmp_path: Path) -> 
     text = page(
         [tmp_path / "b"], collect([tmp_path / "b"]), "lab tables suite b --out x.md",
         dt.datetime(2026, 11, 27, 9, 0, tzinfo=dt.UTC),
-        lambda target, scenario, backend, mode: [declared] if scenario == "replica-failure" else [],
+        lambda target, scenario, backend, mode, given: (
+            [declared] if scenario == "replica-failure" else []
+        ),
     )  # fmt: skip
     assert (
         "**`J3-designated-primary-stalls` seen 5/5 (2026-11-26), 0/5 now: fixed upstream?**" in text

@@ -5,6 +5,10 @@ lab tables suite RUNS_DIR… --out PAGE [--baseline RATES] [--target NAME[@VERSI
     runs, or one version's, with --target); beside PAGE its rates as JSON (PAGE with .json),
     which the next page made at PAGE compares with (or --baseline RATES, another page's
     JSON): a page made again from the same sessions keeps the comparison it had
+lab tables seen RUNS_DIR… [--target NAME[@VERSION]] [--note TEXT]
+    scenario-suite sessions → for each declared deviation of the targets they ran, the
+    `seen` entry they give it (reproduced K of N runs, per backend), as TOML to add to the
+    declaration in the target's deviations file
 """
 
 from __future__ import annotations
@@ -40,10 +44,19 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Comman
         metavar="NAME[@VERSION]",
         help="only this target's runs (or one version's: a session of several)",
     )
+    seen = kinds.add_parser(
+        "seen",
+        help="the `seen` entries sessions give each declared deviation (TOML to add)",
+    )
+    seen.add_argument("folders", nargs="+", type=Path, metavar="RUNS_DIR")
+    seen.add_argument("--target", metavar="NAME[@VERSION]", help="only this target's runs")
+    seen.add_argument("--note", default="", help="said in every entry after its seeds")
     return {"tables": _cmd_tables}
 
 
 def _cmd_tables(args: argparse.Namespace) -> int:
+    if args.table == "seen":
+        return _cmd_seen(args)
     from lab.ground.files import write_text
     from lab.reporting.suite_rates import Baseline, tally
     from lab.reporting.suite_table import (
@@ -82,4 +95,25 @@ def _cmd_tables(args: argparse.Namespace) -> int:
     write_text(args.out, text)
     rates.write(rates_file, before)
     print(args.out, file=sys.stdout)
+    return 0
+
+
+def _cmd_seen(args: argparse.Namespace) -> int:
+    from lab.reporting.suite_seen import seen_entries
+    from lab.reporting.suite_sessions import sessions
+    from lab.reporting.suite_table import check_folders, collect, declared_deviations, only
+
+    check_folders(args.folders)
+    cells = only(collect(args.folders), args.target)
+    if not cells:
+        raise UsageError(f"--target {args.target}: no runs of it in these folders")
+    started = [s.first for s in sessions(args.folders, args.target) if s.first is not None]
+    day = min(started).date() if started else dt.datetime.now(dt.UTC).date()
+    entries = seen_entries(cells, declared_deviations, day)
+    for e in entries:
+        where = f"{e.target}, {e.scenario} on {e.backend}"
+        print(f"# {e.deviation} ({where}): reproduced in {e.times} of {e.runs} runs")
+        print(f"    {e.toml(args.note)},")
+    said = f"{len(entries)} declared deviations counted in {len(args.folders)} sessions"
+    print(said + " (add each entry to its declaration's `seen` list)" * bool(entries))
     return 0

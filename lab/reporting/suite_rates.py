@@ -44,7 +44,8 @@ BASELINE_VERSION = 1
 @dataclass(frozen=True)
 class RunRecord:
     """What a tally needs of one run: its scenario, target, backend and mode, its seed,
-    outcome (one of OUTCOMES), the deviation it reproduced and its longest gap."""
+    outcome (one of OUTCOMES), the deviation it reproduced, its longest gap and the target
+    settings it was given (without the target's defaults)."""
 
     scenario: str
     target: str
@@ -54,6 +55,7 @@ class RunRecord:
     deviation: str | None = None
     gap_s: float | None = None
     mode: str = ""
+    settings: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -94,6 +96,7 @@ class Tally:
     seeds: tuple[int, ...] = ()
     gaps_s: tuple[float, ...] = ()
     mode: str = ""
+    settings: tuple[tuple[str, str], ...] = ()  # its first run's target settings
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -128,6 +131,7 @@ class Tally:
             "deviations": dict(sorted(self.deviations.items())),
             "seeds": list(self.seeds),
             "gaps_s": list(self.gaps_s),
+            "settings": dict(self.settings),
         }
 
     @staticmethod
@@ -141,6 +145,7 @@ class Tally:
             tuple(int(s) for s in raw.get("seeds") or ()),
             tuple(float(g) for g in raw.get("gaps_s") or ()),
             str(raw.get("mode", "")),
+            tuple(sorted((str(k), str(v)) for k, v in dict(raw.get("settings") or {}).items())),
         )
 
 
@@ -167,6 +172,7 @@ def tally(records: Iterable[RunRecord]) -> list[Tally]:
                 tuple(r.seed for r in runs if r.seed is not None),
                 tuple(r.gap_s for r in runs if r.gap_s is not None),
                 runs[0].mode,
+                runs[0].settings,
             )
         )
     return found
@@ -274,7 +280,7 @@ def flags(now: Tally, declared: Sequence[Deviation], before: Baseline | None) ->
 
 def summary(
     records: Iterable[RunRecord],
-    declared: Callable[[str, str, str, str], Sequence[Deviation]],
+    declared: Callable[[str, str, str, str, Mapping[str, str]], Sequence[Deviation]],
 ) -> list[str]:
     """A line per scenario, target and backend with more than one run: its rates and gap,
     then what changed against the declared deviations' rates, indented."""
@@ -289,6 +295,8 @@ def summary(
             f"deviation {found.rate('deviation')}, broken {found.rate('broken')}, "
             f"unknown {found.rate('unknown').count}{shown}"
         )
-        said = flags(found, declared(found.target, found.scenario, found.backend, found.mode), None)
+        given = dict(found.settings)
+        declares = declared(found.target, found.scenario, found.backend, found.mode, given)
+        said = flags(found, declares, None)
         lines.extend(f"  changed: {line}" for line in said)
     return lines

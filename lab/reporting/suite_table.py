@@ -31,7 +31,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,7 +48,7 @@ from lab.reporting.suite_versions import (
     version_changes,
     version_key,
 )
-from lab.targets.suite import SUITE_INDEX, read_index
+from lab.targets.suite import SUITE_INDEX, read_index, run_settings
 from scenarios.catalog import SCENARIOS
 
 __all__ = [
@@ -78,6 +78,7 @@ class Cell:
     gap_s: float | None = None  # the run's longest gap between acknowledged sends
     mode: str = ""
     version: str | None = None  # the target's version (None: none, or not recorded)
+    settings: tuple[tuple[str, str], ...] = ()  # the target settings the run was given
 
     @property
     def ref(self) -> str:
@@ -92,12 +93,13 @@ class Cell:
         gap = self.gap_s
         return RunRecord(
             self.scenario, self.ref, self.backend, self.seed, outcome, self.deviation, gap,
-            self.mode,
+            self.mode, self.settings,
         )  # fmt: skip
 
 
-# A target's (`NAME[@VERSION]`) declared deviations for a scenario, backend and mode.
-Declared = Callable[[str, str, str, str], Sequence[Deviation]]
+# A target's (`NAME[@VERSION]`) declared deviations for a scenario, backend, mode and the
+# target settings a run was given.
+Declared = Callable[[str, str, str, str, Mapping[str, str]], Sequence[Deviation]]
 
 
 def _result(folder: Path) -> dict[str, Any] | None:
@@ -148,10 +150,14 @@ def _run_cell(
     seed: int | None = None,
     mode: str = "",
     version: str | None = None,
+    settings: tuple[tuple[str, str], ...] = (),
 ) -> Cell:
     if result is None:
         said = describe(None)
-        return Cell(scenario, target, backend, said, seed, "unknown", mode=mode, version=version)
+        return Cell(
+            scenario, target, backend, said, seed, "unknown", mode=mode, version=version,
+            settings=settings,
+        )  # fmt: skip
     version = _version(result.get("target_version") or version)
     verdict = str(result.get("verdict", "unknown"))
     deviation = (result.get("deviation") or {}).get("id") if verdict == "deviation" else None
@@ -159,7 +165,7 @@ def _run_cell(
     return Cell(
         scenario, target, backend, describe(result), result.get("seed", seed), verdict,
         None if deviation is None else str(deviation), None if gap is None else float(gap),
-        str(result.get("mode") or mode), version,
+        str(result.get("mode") or mode), version, settings,
     )  # fmt: skip
 
 
@@ -183,7 +189,9 @@ def collect(folders: Sequence[Path]) -> list[Cell]:
                 result = _result(path.parent)
                 if result is not None:
                     target, backend = str(result.get("target")), str(result.get("backend"))
-                    cells.append(_run_cell(str(result["scenario"]), target, backend, result))
+                    given = run_settings(path.parent, target)
+                    scenario = str(result["scenario"])
+                    cells.append(_run_cell(scenario, target, backend, result, settings=given))
             continue
         for entry in read_index(index):
             scenario, (target, version) = str(entry.get("scenario")), _target(entry)
@@ -192,10 +200,13 @@ def collect(folders: Sequence[Path]) -> list[Cell]:
                 said = f"refused: {entry['refused']}"
                 cells.append(Cell(scenario, target, backend, said, mode=mode, version=version))
             elif "folder" in entry:
-                result = _result(Path(str(entry["folder"])))
+                run = Path(str(entry["folder"]))
+                result, given = _result(run), run_settings(run, target)
                 seed = entry.get("seed")
                 seed = seed if isinstance(seed, int) else None
-                cells.append(_run_cell(scenario, target, backend, result, seed, mode, version))
+                cells.append(
+                    _run_cell(scenario, target, backend, result, seed, mode, version, given)
+                )
     return cells
 
 
@@ -266,7 +277,8 @@ def rates_table(
             ref = target if version is None else f"{target}@{version}"
             found = counted.get((scenario, ref, backend))
             if found is not None:
-                said = flags(found, declared(ref, scenario, backend, found.mode), before)
+                given = dict(found.settings)
+                said = flags(found, declared(ref, scenario, backend, found.mode, given), before)
                 lines.append(_rate_row(scenario, heading, found, said))
                 continue
             where = (scenario, target, version, backend)
@@ -301,7 +313,8 @@ def table(cells: Sequence[Cell]) -> list[str]:
 
 
 @functools.cache
-def _declarations(target: str) -> Declarations | None:
+def _declarations(target: str) -> tuple[Declarations, dict[str, str]] | None:
+    """The target's declarations and its settings' defaults (None: it declares none)."""
     from lab.targets.catalog import make_target
     from lab.targets.protocol import DeclaresDeviations
 
@@ -311,20 +324,28 @@ def _declarations(target: str) -> Declarations | None:
         return None
     if not isinstance(made, DeclaresDeviations):
         return None
-    return load_declarations(made.deviations_file)
+    defaults = dict(getattr(made, "setting_defaults", {}))
+    return load_declarations(made.deviations_file), defaults
 
 
-def declared_deviations(target: str, scenario: str, backend: str, mode: str) -> list[Deviation]:
+def declared_deviations(
+    target: str, scenario: str, backend: str, mode: str, settings: Mapping[str, str] = {}
+) -> list[Deviation]:
     """The deviations `target` (`NAME[@VERSION]`) declares for a run of `scenario` on
-    `backend` in `mode` (at the version named, else the target's own)."""
+    `backend` in `mode` given `settings` over the target's defaults (at the version named,
+    else the target's own)."""
     name, _, version = target.partition("@")
     found = _declarations(name)
     if found is None:
         return []
-    return list(found.for_run(scenario, backend, mode, version=version or None))
+    declarations, defaults = found
+    given = {**defaults, **settings}
+    return list(declarations.for_run(scenario, backend, mode, given, version=version or None))
 
 
-def _no_declarations(target: str, scenario: str, backend: str, mode: str) -> list[Deviation]:
+def _no_declarations(
+    target: str, scenario: str, backend: str, mode: str, settings: Mapping[str, str]
+) -> list[Deviation]:
     return []
 
 

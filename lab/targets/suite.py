@@ -49,6 +49,7 @@ __all__ = [
     "read_index",
     "refusal_check",
     "run_property",
+    "run_settings",
     "seeds_option",
     "write_deviations",
 ]
@@ -125,10 +126,21 @@ def read_index(path: Path) -> list[dict[str, Any]]:
     return found
 
 
+def run_settings(folder: Path, target: str) -> tuple[tuple[str, str], ...]:
+    """The target settings a run was given (its spec.json's `group.target_context` for
+    `target`, without the target's defaults), sorted; none when unreadable."""
+    try:
+        spec = json.loads((folder / "spec.json").read_text(encoding="utf-8"))
+        given = spec["group"]["target_context"].get(target) or {}
+        return tuple(sorted((str(k), str(v)) for k, v in dict(given).items()))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return ()
+
+
 def run_property(folder: Path) -> str:
     """What a session's rates need of a run, from its result.json (JSON): scenario, target
     (`NAME@VERSION` when its version is recorded, so two versions count apart), backend,
-    mode, seed, verdict, the deviation it reproduced and its longest gap."""
+    mode, seed, target settings, verdict, the deviation it reproduced and its longest gap."""
     try:
         result = json.loads((folder / "result.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -142,6 +154,7 @@ def run_property(folder: Path) -> str:
             "verdict": result.get("verdict", "unknown"),
             "deviation": deviation.get("id") if result.get("verdict") == "deviation" else None,
             "gap_s": (result.get("metrics") or {}).get("unavailable_longest_s"),
+            "settings": dict(run_settings(folder, str(target))),
         }
     )
 
