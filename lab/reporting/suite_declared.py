@@ -41,7 +41,11 @@ def _declarations(target: str) -> tuple[Declarations, dict[str, str]] | None:
 
 
 def declared_deviations(
-    target: str, scenario: str, backend: str, mode: str, settings: Mapping[str, str] = {}
+    target: str,
+    scenario: str,
+    backend: str,
+    mode: str,
+    settings: Mapping[str, str] | None = None,
 ) -> list[Deviation]:
     """The deviations `target` (`NAME[@VERSION]`) declares for a run of `scenario` on
     `backend` in `mode` given `settings` over the target's defaults (at the version named,
@@ -51,7 +55,7 @@ def declared_deviations(
     if found is None:
         return []
     declarations, defaults = found
-    given = {**defaults, **settings}
+    given = {**defaults, **(settings or {})}
     return list(declarations.for_run(scenario, backend, mode, given, version=version or None))
 
 
