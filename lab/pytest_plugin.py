@@ -266,8 +266,8 @@ def _write_rates(terminalreporter: Any) -> None:
     against its declared deviations' rates (lab.reporting.suite_rates)."""
     import json
 
+    from lab.reporting.suite_declared import declared_deviations
     from lab.reporting.suite_rates import RunRecord, summary
-    from lab.reporting.suite_table import declared_deviations
     from lab.targets.suite import RUN_PROPERTY
 
     records = []

@@ -117,6 +117,14 @@ def test_a_primary_with_a_file_lock_and_the_clusters_timings(tmp_path: Path) -> 
     assert _text(core, "a:connectors/a:connector[@name='peer-n2']") == "tcp://lab-n2:9002"
 
 
+def test_a_broker_alone_has_no_cluster_connection(tmp_path: Path) -> None:
+    # The durability benchmark's "primary alone": an empty <static-connectors> made a
+    # broker.xml Artemis refused, and the broker never answered.
+    alone = replace(_plan(tmp_path), peers={})
+    assert _core(alone).find("a:cluster-connections", NS) is None
+    assert _core(_plan(tmp_path)).find("a:cluster-connections", NS) is not None
+
+
 def test_a_backup_fails_back_unless_told_not_to(tmp_path: Path) -> None:
     backup = _core(_plan(tmp_path, primary=False)).find("a:ha-policy/a:replication/a:backup", NS)
     assert backup is not None and _text(backup, "a:allow-failback") == "true"

@@ -58,14 +58,9 @@ def _cmd_tables(args: argparse.Namespace) -> int:
     if args.table == "seen":
         return _cmd_seen(args)
     from lab.ground.files import write_text
+    from lab.reporting.suite_declared import declared_deviations
     from lab.reporting.suite_rates import Baseline, tally
-    from lab.reporting.suite_table import (
-        check_folders,
-        collect,
-        declared_deviations,
-        only,
-        page,
-    )
+    from lab.reporting.suite_table import check_folders, collect, only, page
 
     if not args.out.parent.is_dir():
         raise UsageError(f"--out {args.out}: no folder {args.out.parent}")
@@ -99,9 +94,10 @@ def _cmd_tables(args: argparse.Namespace) -> int:
 
 
 def _cmd_seen(args: argparse.Namespace) -> int:
+    from lab.reporting.suite_declared import declared_deviations
     from lab.reporting.suite_seen import seen_entries
     from lab.reporting.suite_sessions import sessions
-    from lab.reporting.suite_table import check_folders, collect, declared_deviations, only
+    from lab.reporting.suite_table import check_folders, collect, only
 
     check_folders(args.folders)
     cells = only(collect(args.folders), args.target)

@@ -18,8 +18,9 @@ import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from lab.reporting.suite_declared import Declared
 from lab.reporting.suite_rates import Tally, tally
-from lab.reporting.suite_table import Cell, Declared
+from lab.reporting.suite_table import Cell
 
 __all__ = ["SeenEntry", "seen_entries"]
 

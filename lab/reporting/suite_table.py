@@ -29,16 +29,15 @@ A session run with `--lab-seeds` has a run per seed of each scenario: its rates.
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from lab.ground.errors import UsageError
-from lab.judge.deviations import Declarations, Deviation, load_declarations
 from lab.judge.expectations import UNCHECKABLE
+from lab.reporting.suite_declared import Declared, no_declarations
 from lab.reporting.suite_rates import Baseline, RunRecord, Tally, flags, tally
 from lab.reporting.suite_sessions import sessions
 from lab.reporting.suite_versions import (
@@ -53,9 +52,7 @@ from scenarios.catalog import SCENARIOS
 
 __all__ = [
     "Cell",
-    "Declared",
     "collect",
-    "declared_deviations",
     "describe",
     "page",
     "rates_table",
@@ -95,11 +92,6 @@ class Cell:
             self.scenario, self.ref, self.backend, self.seed, outcome, self.deviation, gap,
             self.mode, self.settings,
         )  # fmt: skip
-
-
-# A target's (`NAME[@VERSION]`) declared deviations for a scenario, backend, mode and the
-# target settings a run was given.
-Declared = Callable[[str, str, str, str, Mapping[str, str]], Sequence[Deviation]]
 
 
 def _result(folder: Path) -> dict[str, Any] | None:
@@ -262,9 +254,10 @@ def _rate_row(scenario: str, column: str, counted: Tally, said: Sequence[str]) -
 def rates_table(
     cells: Sequence[Cell], declared: Declared, before: Baseline | None
 ) -> tuple[list[str], list[Tally]]:
-    """The rates' Markdown table (a row per scenario, target and backend, in the catalog's
-    order) and the tallies it shows; `declared` gives the deviations a target declares for
-    a run, `before` the rates published before (None: none)."""
+    """The rates' Markdown table (a row per scenario, target and backend that ran, in the
+    catalog's order; then the refused scenarios, a line per reason) and the tallies it
+    shows; `declared` gives the deviations a target declares for a run, `before` the rates
+    published before (None: none)."""
     lines = [
         "| scenario | target, backend | runs | held | deviation | broken | unknown "
         "| service gap (median / max) | changed |",
@@ -280,15 +273,25 @@ def rates_table(
                 given = dict(found.settings)
                 said = flags(found, declared(ref, scenario, backend, found.mode, given), before)
                 lines.append(_rate_row(scenario, heading, found, said))
-                continue
-            where = (scenario, target, version, backend)
-            refusals = {
-                c.text for c in cells if (c.scenario, c.target, c.version, c.backend) == where
-            }
-            for text in sorted(refusals):
-                shown = text.replace("|", "\\|")
-                lines.append(f"| `{scenario}` | {heading} | {shown} |" + " — |" * 6)
-    return lines, list(counted.values())
+    return lines + _refusals(cells), list(counted.values())
+
+
+def _refusals(cells: Sequence[Cell]) -> list[str]:
+    """The scenarios refused, a line per target, backend and reason (after the rates)."""
+    grouped: dict[tuple[str, str], list[str]] = {}
+    order = {name: i for i, name in enumerate(SCENARIOS)}
+    for c in sorted(cells, key=lambda c: (order.get(c.scenario, len(order)), c.scenario)):
+        if c.verdict is None:
+            names = grouped.setdefault((column(c.target, c.version, c.backend), c.text), [])
+            if c.scenario not in names:
+                names.append(c.scenario)
+    if not grouped:
+        return []
+    lines = ["", "Refused before anything started, with the reason `lab run` gives:", ""]
+    for (heading, text), names in grouped.items():
+        why = text.removeprefix("refused: ").replace("|", "\\|")
+        lines.append(f"- {heading}: {', '.join(f'`{n}`' for n in names)} — {why}")
+    return lines
 
 
 def table(cells: Sequence[Cell]) -> list[str]:
@@ -312,49 +315,12 @@ def table(cells: Sequence[Cell]) -> list[str]:
     return lines
 
 
-@functools.cache
-def _declarations(target: str) -> tuple[Declarations, dict[str, str]] | None:
-    """The target's declarations and its settings' defaults (None: it declares none)."""
-    from lab.targets.catalog import make_target
-    from lab.targets.protocol import DeclaresDeviations
-
-    try:
-        made = make_target(target)
-    except UsageError:  # a target this lab does not know (a folder from elsewhere)
-        return None
-    if not isinstance(made, DeclaresDeviations):
-        return None
-    defaults = dict(getattr(made, "setting_defaults", {}))
-    return load_declarations(made.deviations_file), defaults
-
-
-def declared_deviations(
-    target: str, scenario: str, backend: str, mode: str, settings: Mapping[str, str] = {}
-) -> list[Deviation]:
-    """The deviations `target` (`NAME[@VERSION]`) declares for a run of `scenario` on
-    `backend` in `mode` given `settings` over the target's defaults (at the version named,
-    else the target's own)."""
-    name, _, version = target.partition("@")
-    found = _declarations(name)
-    if found is None:
-        return []
-    declarations, defaults = found
-    given = {**defaults, **settings}
-    return list(declarations.for_run(scenario, backend, mode, given, version=version or None))
-
-
-def _no_declarations(
-    target: str, scenario: str, backend: str, mode: str, settings: Mapping[str, str]
-) -> list[Deviation]:
-    return []
-
-
 def page(
     folders: Sequence[Path],
     cells: Sequence[Cell],
     command: str,
     made: dt.datetime,
-    declared: Declared = _no_declarations,
+    declared: Declared = no_declarations,
     before: Baseline | None = None,
     target: str | None = None,
 ) -> str:

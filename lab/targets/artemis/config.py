@@ -130,6 +130,10 @@ def _ha_policy(plan: BrokerPlan) -> str:
 
 
 def _cluster_connection(plan: BrokerPlan) -> str:
+    """The static cluster connection to the broker's peers; none for a broker alone (an
+    empty list of static connectors is an invalid broker.xml, and Artemis never starts)."""
+    if not plan.peers:
+        return ""
     beat = _ms(plan.timings.link_heartbeat_interval_s)
     retry = _ms(plan.timings.link_maintenance_interval_s)
     statics = "".join(f"<connector-ref>peer-{escape(p)}</connector-ref>" for p in plan.peers)
