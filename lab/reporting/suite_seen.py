@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from lab.reporting.suite_declared import Declared
 from lab.reporting.suite_rates import Tally, tally
-from lab.reporting.suite_table import Cell
+from lab.reporting.suite_table import Cell, seeds_text
 
 __all__ = ["SeenEntry", "seen_entries"]
 
@@ -40,7 +40,7 @@ class SeenEntry:
     day: dt.date
 
     def toml(self, note: str = "") -> str:
-        shown = _seeds(self.seeds)
+        shown = seeds_text(self.seeds, dash="-") if self.seeds else ""
         said = "; ".join(x for x in (shown, note) if x)
         extra = f', note = "{_escaped(said)}"' if said else ""
         return (
@@ -51,15 +51,6 @@ class SeenEntry:
 
 def _escaped(text: str) -> str:
     return text.replace("\\", "\\\\").replace('"', '\\"')
-
-
-def _seeds(seeds: Sequence[int]) -> str:
-    ordered = sorted(set(seeds))
-    if not ordered:
-        return ""
-    if len(ordered) > 2 and ordered[-1] - ordered[0] == len(ordered) - 1:
-        return f"seeds {ordered[0]}-{ordered[-1]}"
-    return ("seed " if len(ordered) == 1 else "seeds ") + ", ".join(map(str, ordered))
 
 
 def _entries(counted: Tally, declared: Declared, day: dt.date) -> list[SeenEntry]:

@@ -56,6 +56,7 @@ __all__ = [
     "describe",
     "page",
     "rates_table",
+    "seeds_text",
     "sessions",
     "table",
 ]
@@ -223,10 +224,11 @@ def _scenarios(cells: Sequence[Cell]) -> list[str]:
     return sorted({c.scenario for c in cells}, key=lambda s: (order.get(s, len(order)), s))
 
 
-def _seeds(seeds: Sequence[int]) -> str:
+def seeds_text(seeds: Sequence[int], dash: str = "–") -> str:
+    """`seed 7`, `seeds 7, 9` or a run of them as `seeds 7–11` (with `dash`)."""
     ordered = sorted(set(seeds))
     if len(ordered) > 2 and ordered[-1] - ordered[0] == len(ordered) - 1:
-        return f"seeds {ordered[0]}–{ordered[-1]}"
+        return f"seeds {ordered[0]}{dash}{ordered[-1]}"
     return ("seed " if len(ordered) == 1 else "seeds ") + ", ".join(map(str, ordered))
 
 
@@ -240,7 +242,7 @@ def _rate_row(scenario: str, column: str, counted: Tally, said: Sequence[str]) -
     cells = [
         f"`{scenario}`",
         column,
-        f"{counted.runs} ({_seeds(counted.seeds)})" if counted.seeds else str(counted.runs),
+        f"{counted.runs} ({seeds_text(counted.seeds)})" if counted.seeds else str(counted.runs),
         str(counted.rate("held")),
         deviation,
         str(counted.rate("broken")),
