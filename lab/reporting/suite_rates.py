@@ -25,7 +25,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import statistics
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,7 @@ from typing import Any
 from lab.ground.files import write_json
 from lab.judge.deviations import Deviation
 from lab.judge.seen_rates import latest_seen
+from lab.reporting.suite_declared import Declared
 from spark_reports.wilson import wilson_interval
 
 __all__ = ["OUTCOMES", "Baseline", "Rate", "RunRecord", "Tally", "flags", "summary", "tally"]
@@ -280,7 +281,7 @@ def flags(now: Tally, declared: Sequence[Deviation], before: Baseline | None) ->
 
 def summary(
     records: Iterable[RunRecord],
-    declared: Callable[[str, str, str, str, Mapping[str, str]], Sequence[Deviation]],
+    declared: Declared,
 ) -> list[str]:
     """A line per scenario, target and backend with more than one run: its rates and gap,
     then what changed against the declared deviations' rates, indented."""
