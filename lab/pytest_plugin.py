@@ -16,9 +16,11 @@ Fixture `lab_deviation`: `(outcome) -> None`; a deviation the target declares
 (lab.judge.deviations) and the run reproduced ends the test as an expected failure (xfail;
 Allure category "deviation reproduced"); a held run whose deviation is declared warns
 ("declared deviation not seen: fixed upstream?", listed at the session's end; a failure
-with `--lab-strict-deviations`). Fixture `lab_report`: `(run folder) -> None`; with
-allure-pytest active (`--alluredir`) it attaches the run to the running test (steps, chart,
-checker result, logs: lab/reporting/allure_attach.py); `lab_run` calls it after every run.
+with `--lab-strict-deviations`), unless the declaration's `seen` rates say earlier sessions
+held too (then it is listed, quietly, as "not seen, as in earlier sessions"). Fixture
+`lab_report`: `(run folder) -> None`; with allure-pytest active (`--alluredir`) it attaches
+the run to the running test (steps, chart, checker result, logs:
+lab/reporting/allure_attach.py); `lab_run` calls it after every run.
 """
 
 from __future__ import annotations
@@ -224,6 +226,8 @@ def lab_deviation(request: pytest.FixtureRequest) -> Callable[[Any], str]:
             pytest.xfail(
                 f"{line}: {found.matched.observed} ({'/'.join(outcome.verdict.violations)})"
             )
+        if not found.loud:  # held before too: the declaration's `seen` rate says so
+            return ""
         if strict:
             pytest.fail(line)
         warnings.warn(DeviationNotSeen(line), stacklevel=2)

@@ -4,6 +4,7 @@ checks, the outcome of a run against its declarations, result.json's verdict `de
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from pathlib import Path
 from types import SimpleNamespace
@@ -15,10 +16,12 @@ from lab.ground.errors import InputError
 from lab.ground.nodes import TargetTraits
 from lab.judge.check_result import CheckResult, IdSet
 from lab.judge.deviations import (
+    NOT_SEEN_AS_BEFORE,
     NOT_SEEN_WARNING,
     Condition,
     Declarations,
     Deviation,
+    DeviationOutcome,
     Matcher,
     assess,
     load_declarations,
@@ -28,6 +31,7 @@ from lab.judge.metrics import RunMetrics, Window
 from lab.judge.prediction import Prediction, Verdict
 from lab.judge.result import RESULT_VERSION, Judgement, ReplayOf, RunResult
 from lab.judge.run_observation import Observation
+from lab.judge.seen_rates import SeenRate
 from lab.reporting.allure_categories import categories_of, violation_kinds, write_categories
 from lab.targets.brokerj.target import DEVIATIONS
 from lab.targets.catalog import make_target
@@ -112,6 +116,31 @@ def test_assess_gives_each_outcome() -> None:
     unmatched = assess((stall,), _seen(counts={"lost": 2}), "f.toml")
     assert unmatched is not None and unmatched.status == "unmatched"
     assert unmatched.to_json()["mismatches"] == {"J3": ["lost 2, declared 0"]}
+
+
+def test_a_held_run_is_quiet_when_earlier_sessions_on_its_backend_held_too() -> None:
+    day = dt.date(2026, 11, 26)
+    held = _seen(outcome="held", violations=())
+    rare = _deviation(
+        "C1", J3, seen=(SeenRate("process", 1, 5, day), SeenRate("docker", 5, 5, day))
+    )
+    always = _deviation("C3", J3, seen=(SeenRate("process", 5, 5, day),))
+    quiet = assess((rare,), held, "f.toml", "process")
+    assert quiet is not None and quiet.status == "not seen" and not quiet.loud
+    assert (
+        quiet.line() == f"{NOT_SEEN_AS_BEFORE} (C1 1/5 on process (2026-11-26); declared in f.toml)"
+    )
+    assert quiet.to_json()["warning"] == NOT_SEEN_AS_BEFORE
+    assert quiet.to_json()["seen_before"] == {"C1": "1/5"}
+    # seen every time on this backend, no rate for it, or one declaration always seen: loud
+    for declared, backend in (((rare,), "docker"), ((always,), "process"), ((rare,), "ssh")):
+        loud = assess(declared, held, "f.toml", backend)
+        assert loud is not None and loud.loud and loud.line().startswith(NOT_SEEN_WARNING)
+    both = assess((rare, always), held, "f.toml", "process")
+    assert both is not None and both.loud
+    assert both.to_json()["seen_before"] == {"C1": "1/5", "C3": "5/5"}
+    unrated = assess((rare,), held, "f.toml")  # no backend given: nothing to compare with
+    assert unrated is not None and unrated.loud and "seen_before" not in unrated.to_json()
 
 
 def test_a_declaration_applies_to_its_scenario_backends_and_modes() -> None:
@@ -339,3 +368,20 @@ def test_a_broken_declaration_file_refuses_the_run_before_anything_starts(
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("lab: error:") and "is declared twice" in err[-1]
     assert not list(runs.rglob("*"))  # no run folder, nothing written
+
+
+def test_lab_run_does_not_warn_of_a_deviation_earlier_sessions_also_missed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import lab.run.runner
+    from lab.cli.runs import _execute
+
+    fake = _fake_outcome(tmp_path, held=True)
+    rare = (("J3-designated-primary-stalls", SeenRate("process", 2, 5, dt.date(2026, 11, 26))),)
+    declared = load_declarations(DEVIATIONS).deviations[:1]
+    quiet = DeviationOutcome("not seen", "f.toml", declared, before=rare)
+    fake.judgement = SimpleNamespace(deviation=lambda *a: quiet)
+    monkeypatch.setattr(lab.run.runner, "run_scenario", lambda *a, **k: fake)
+    assert _execute(fake.spec, SimpleNamespace(), tmp_path) == 0  # type: ignore[arg-type]
+    out, err = capsys.readouterr()
+    assert NOT_SEEN_AS_BEFORE in out.splitlines()[1] and "WARNING" not in err

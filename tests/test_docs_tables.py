@@ -14,7 +14,7 @@ from lab.bench.record import check_page, record, rows
 from lab.cli.main import main
 from lab.ground.errors import UsageError
 from lab.ground.machine import Machine, this_machine
-from lab.reporting.suite_table import collect, page, sessions, table
+from lab.reporting.suite_table import collect, describe, page, sessions, table
 from lab.targets.suite import SUITE_INDEX, SUITE_MACHINE, append_index
 
 MACHINE = Machine(
@@ -69,6 +69,14 @@ def test_a_suite_table_has_a_column_per_target_and_backend(tmp_path: Path) -> No
         "| `primary-failure` | refused: no active-passive mode | refused: no active-passive mode |"
     )
     assert len(lines) == 6
+
+
+def test_a_held_run_of_a_declared_deviation_is_a_fact_in_its_cell() -> None:
+    # Whether it is news is the rates table's to say (it knows the declaration's rates).
+    warning = "declared deviation not seen: fixed upstream?"
+    deviation = {"outcome": "not seen", "declared": ["C1-a", "C1-b"], "warning": warning}
+    result = {"verdict": "held", "check": {"lost": {"count": 0}}, "deviation": deviation}
+    assert describe(result) == "held (lost 0) — declared deviation not seen (`C1-a`, `C1-b`)"
 
 
 def test_a_session_says_when_and_on_what_it_ran(tmp_path: Path) -> None:

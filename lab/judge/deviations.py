@@ -3,7 +3,7 @@ declared as data (one TOML file per target, in the target's folder), and recogni
 
     load_declarations(path) → Declarations          a target's file, checked (InputError)
     Observation.gather(verdict, check, metrics, events, folder, needles) → Observation
-    assess(declared, observation, source) → DeviationOutcome | None
+    assess(declared, observation, source, backend) → DeviationOutcome | None
 
 A declaration names its scenario (and, optionally, the backends, modes, target versions
 (`versions = ["9.2.1"]`; a run at another version is not matched by it) and target settings
@@ -26,6 +26,8 @@ The outcomes (`DeviationOutcome.status`) of a run with declarations for it:
 
     reproduced      the prediction did not hold, and a declaration matched: verdict `deviation`
     not seen        the prediction held although a deviation is declared: fixed upstream?
+                    (loud), or as before (quiet) when every declaration's latest `seen`
+                    rate on the run's backend says earlier sessions had held runs too
     unmatched       the prediction did not hold, and no declaration matched (each says why)"""
 
 from __future__ import annotations
@@ -40,9 +42,10 @@ from lab.ground.errors import InputError
 from lab.ground.files import read_user_document
 from lab.ground.paths import LAB_ROOT
 from lab.judge.run_observation import COUNTS, Observation
-from lab.judge.seen_rates import SeenRate, parse_seen
+from lab.judge.seen_rates import SeenRate, latest_seen, parse_seen
 
 __all__ = [
+    "NOT_SEEN_AS_BEFORE",
     "NOT_SEEN_WARNING",
     "Condition",
     "Declarations",
@@ -56,6 +59,7 @@ __all__ = [
 ]
 
 NOT_SEEN_WARNING = "declared deviation not seen: fixed upstream?"
+NOT_SEEN_AS_BEFORE = "declared deviation not seen, as in earlier sessions"
 VERDICTS = ("broken", "unknown")
 _CONDITION = re.compile(r"^\s*(=|==|!=|>=|<=|>|<)?\s*(\d+(?:\.\d+)?)\s*$")
 
@@ -206,18 +210,36 @@ class DeviationOutcome:
     declared: tuple[Deviation, ...]
     matched: Deviation | None = None
     mismatches: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    before: tuple[tuple[str, SeenRate], ...] = ()  # not seen: each declaration's last rate
 
     @property
     def reproduced(self) -> bool:
         return self.status == "reproduced"
+
+    @property
+    def loud(self) -> bool:
+        """Not seen, where every earlier session on this backend had seen it (or none said):
+        the question "fixed upstream?" is worth asking."""
+        if self.status != "not seen":
+            return False
+        rated = dict(self.before)
+        return any(
+            d.id not in rated or rated[d.id].times == rated[d.id].runs for d in self.declared
+        )
 
     def line(self) -> str:
         """One line for a summary."""
         ids = ", ".join(d.id for d in self.declared)
         if self.matched is not None:
             return f"deviation reproduced: {self.matched.id} (declared in {self.source})"
-        if self.status == "not seen":
+        if self.status == "not seen" and self.loud:
             return f"{NOT_SEEN_WARNING} ({ids}, declared in {self.source})"
+        if self.status == "not seen":
+            rates = ", ".join(
+                f"{i} {r.times}/{r.runs} on {r.backend} ({r.date.isoformat()})"
+                for i, r in self.before
+            )
+            return f"{NOT_SEEN_AS_BEFORE} ({rates}; declared in {self.source})"
         why = "; ".join(f"{i}: {', '.join(r)}" for i, r in self.mismatches)
         return f"not the declared deviation ({why})"
 
@@ -231,21 +253,26 @@ class DeviationOutcome:
             m = self.matched
             out.update(id=m.id, predicted=m.predicted, observed=m.observed, command=m.command)
         if self.status == "not seen":
-            out["warning"] = NOT_SEEN_WARNING
+            out["warning"] = NOT_SEEN_WARNING if self.loud else NOT_SEEN_AS_BEFORE
+        if self.before:
+            out["seen_before"] = {i: f"{r.times}/{r.runs}" for i, r in self.before}
         if self.mismatches:
             out["mismatches"] = {i: list(r) for i, r in self.mismatches}
         return out
 
 
 def assess(
-    declared: tuple[Deviation, ...], seen: Observation, source: str
+    declared: tuple[Deviation, ...], seen: Observation, source: str, backend: str | None = None
 ) -> DeviationOutcome | None:
     """The deviation outcome of a run with `declared` deviations; None when none is declared.
-    The first declaration that matches wins."""
+    The first declaration that matches wins. A held run on `backend` carries each
+    declaration's latest `seen` rate there (what makes it loud or quiet)."""
     if not declared:
         return None
     if seen.outcome == "held":
-        return DeviationOutcome("not seen", source, declared)
+        rates = ((d.id, latest_seen(d.seen, backend)) for d in declared if backend is not None)
+        before = tuple((i, r) for i, r in rates if r is not None)
+        return DeviationOutcome("not seen", source, declared, before=before)
     reasons: list[tuple[str, tuple[str, ...]]] = []
     for deviation in declared:
         why = deviation.match.mismatches(seen)

@@ -105,7 +105,7 @@ class Judgement:
         declared = self.declarations.for_run(
             scenario, backend, mode, given, version=self.target_version
         )
-        return assess(declared, self.observation, self.declarations.source)
+        return assess(declared, self.observation, self.declarations.source, backend)
 
 
 def judge_run(

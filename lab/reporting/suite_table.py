@@ -120,8 +120,9 @@ def describe(result: dict[str, Any] | None) -> str:
     shown = f" ({', '.join(figures)})" if figures else ""
     deviation = result.get("deviation") or {}
     if verdict == "held":
-        if deviation.get("outcome") == "not seen":
-            return f"held{shown} — **declared deviation not seen: fixed upstream?**"
+        if deviation.get("outcome") == "not seen":  # the rates table says whether it is news
+            ids = ", ".join(f"`{i}`" for i in deviation.get("declared") or ()) or "?"
+            return f"held{shown} — declared deviation not seen ({ids})"
         return f"held{shown}"
     if verdict == "deviation":
         return f"deviation `{deviation.get('id', '?')}` reproduced{shown}"
