@@ -3,7 +3,7 @@ message as `receive ok` (docs/run-folder.md, history.jsonl) before accepting it.
 
     python -m clients.consumer --process c1 --urls amqp://127.0.0.1:P1,amqp://127.0.0.1:P2
         --nodes n1,n2 --queue lab --run-start-ns N [--prefetch CREDIT] [--drain-timeout S]
-        [--heartbeat S]
+        [--drain-stall S] [--heartbeat S]
 
 Credit is --prefetch, topped up when half is used. `redelivered` is true when the message's
 delivery-count is above 0. After a reconnect consumption goes on.
@@ -13,12 +13,18 @@ drain flag; a round ends when the broker has used or returned all credit). The f
 in which no message arrives confirms the queue empty: `drain ok`, exit 0. Not confirmed
 within --drain-timeout: `drain info` with the reason, exit 0. `stop` on stdin: exit 0
 without draining.
+
+A round the broker leaves open (no message and no answer to the drain for --drain-stall
+seconds, while it still holds credit) is recorded as `drain info` with what was left, and
+the consumer gives up that link, opens a new one and drains again (a new `drain invoke`):
+a consumer's last drain is the one the checker counts, within the same --drain-timeout.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import cast
@@ -39,6 +45,7 @@ class ConsumerConfig:
     connection: ConnectionOptions
     prefetch: int
     drain_timeout_s: float
+    drain_stall_s: float = 8.0
 
 
 def parse_args(argv: Sequence[str] | None = None) -> ConsumerConfig:
@@ -51,15 +58,24 @@ def parse_args(argv: Sequence[str] | None = None) -> ConsumerConfig:
     add_connection_arguments(parser)
     parser.add_argument("--prefetch", type=int, default=100, help="link credit")
     parser.add_argument("--drain-timeout", type=float, default=30.0, help="seconds, after drain")
+    parser.add_argument(
+        "--drain-stall",
+        type=float,
+        default=8.0,
+        help="seconds a drain round may go unanswered before the link is renewed (0: never)",
+    )
     args = parser.parse_args(argv)
     if args.prefetch < 1:
         parser.error("--prefetch must be at least 1")
     if args.drain_timeout < 0:
         parser.error("--drain-timeout cannot be negative")
+    if args.drain_stall < 0:
+        parser.error("--drain-stall cannot be negative")
     return ConsumerConfig(
         connection=connection_options(args, parser),
         prefetch=args.prefetch,
         drain_timeout_s=args.drain_timeout,
+        drain_stall_s=args.drain_stall,
     )
 
 
@@ -81,8 +97,10 @@ class Consumer:
         writer: OpWriter,
         container: Container,
         log: Callable[[str], None],
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._config = config
+        self._clock = clock
         self._writer = writer
         self._container = container
         self._log = log
@@ -96,6 +114,9 @@ class Consumer:
         self._draining = False
         self._round_open = False
         self._round_messages = 0
+        self._round_credit = 0  # the credit the open round asked for
+        self._last_answer = 0.0  # when the open round last got a message or a flow
+        self._watching = False  # a stall check is scheduled
 
     def start(self) -> None:
         self._failover.start()
@@ -119,6 +140,7 @@ class Consumer:
 
     def link_flow(self, link: Link) -> None:
         if self._draining:
+            self._last_answer = self._clock()
             self._check_drain()
 
     def link_lost(self, node: str, reason: str) -> None:
@@ -153,6 +175,7 @@ class Consumer:
         delivery.settle()
         if self._draining:
             self._round_messages += 1
+            self._last_answer = self._clock()
             self._check_drain()
         elif link.credit <= self._low_water:
             link.flow(self._prefetch - link.credit)
@@ -172,7 +195,37 @@ class Consumer:
             return
         self._round_open = True
         self._round_messages = 0
+        self._last_answer = self._clock()
         link.drain(max(0, self._prefetch - link.credit))
+        self._round_credit = link.credit
+        self._watch(self._config.drain_stall_s)
+
+    def _watch(self, delay_s: float) -> None:
+        if self._config.drain_stall_s > 0 and not self._watching:
+            self._watching = True
+            call_later(self._container, delay_s, self._stall_check)
+
+    def _stall_check(self) -> None:
+        """A round open with credit and unanswered for --drain-stall: give that link up."""
+        self._watching = False
+        link = self._link
+        if link is None or not self._round_open or self._finished or not self._config.drain_stall_s:
+            return
+        quiet = self._clock() - self._last_answer
+        if quiet < self._config.drain_stall_s:
+            self._watch(self._config.drain_stall_s - quiet)
+            return
+        credit = link.credit
+        reason = (
+            f"drain round unanswered for {quiet:.1f} s on {self._node}: {self._round_messages} "
+            f"of {self._round_credit} credit used, {credit} left, no flow from the broker; "
+            "renewing the link"
+        )
+        self._log(reason)
+        self._writer.write("info", "drain", None, node=self._node, error=reason)
+        self._writer.write("invoke", "drain", None, node=self._node)
+        self._round_open = False
+        self._failover.renew(reason)
 
     def _check_drain(self) -> None:
         link = self._link

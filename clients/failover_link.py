@@ -166,6 +166,19 @@ class FailoverLink:
         current.abandon(polite=True)
         call_later(self._container, grace_s, self._finish_close)
 
+    def renew(self, reason: str) -> None:
+        """Give up the ready link (the broker stopped answering on it) and attach a new one
+        on the same URL at once; the user hears `link_lost`, then `link_ready`."""
+        current = self._current
+        if current is None or not current.ready or self._closing is not None:
+            return
+        current.alive = False
+        current.abandon(polite=True)
+        self._current = None
+        self._log(f"renewing the link on {current.node}: {reason}")
+        self.user.link_lost(current.node, reason)
+        self._connect(self._policy.index)
+
     def _finish_close(self) -> None:
         done = self._closing
         if done is not None:

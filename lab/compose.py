@@ -8,6 +8,7 @@ packages' entry points); a target is named `NAME` or `NAME@VERSION`.
 
     parts_for("master-failure", "process", "qpid-broker-j@9.1.0")
     parts_of(scenario, "process", "broker_ref")     a Scenario object (a user's test file)
+    judging_of(spec)                                what judging a recorded run needs
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from lab.ground.events import Events
 from lab.ground.nodes import TargetTraits
 from lab.ground.spec import BACKENDS, TARGETS, RunSpec
 from lab.judge.bounds import Timings
+from lab.judge.prediction import Prediction
 from lab.run.cluster import Cluster, ClusterFactory, RunParts
 from lab.targets.catalog import make_target
 from lab.targets.protocol import ChecksRuns, ServiceTimings, Target, traits_of
@@ -32,7 +34,7 @@ from scenarios.catalog import scenario_named
 if TYPE_CHECKING:
     from lab.backends.ssh.hosts_file import Inventory
 
-__all__ = ["clock_mode", "parts_for", "parts_of", "read_hosts"]
+__all__ = ["clock_mode", "judging_of", "parts_for", "parts_of", "read_hosts"]
 
 CLOCK_FAULTS = frozenset({"clock_jump", "clock_drift", "clock_strobe"})
 
@@ -90,6 +92,17 @@ def parts_of(
     timings = _timings_factory(node_target, traits)
     hosts_path = hosts_file if hosts else None
     return RunParts(chosen, traits, factory, hosts_path, timings, node_target.prepare)
+
+
+def judging_of(spec: RunSpec) -> tuple[Prediction, TargetTraits, Timings]:
+    """What judging a run of `spec` needs, as the lab is now: its prediction, its target's
+    traits (with the declared deviations) and its timeouts. Nothing is started or fetched;
+    an unknown scenario or target is a UsageError."""
+    node_target = make_target(spec.target_ref)
+    traits = traits_of(node_target)
+    scenario = scenario_named(spec.scenario).in_mode(spec.group.mode or None)
+    timings = _timings_factory(node_target, traits)(spec)
+    return scenario.prediction_for(spec), traits, timings
 
 
 def _check_images(backend: str, target: str, version: str | None) -> None:

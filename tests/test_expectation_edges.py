@@ -12,6 +12,7 @@ from lab.ground.nodes import TargetTraits
 from lab.judge.expectations import (
     LogSeen,
     RoleAtEnd,
+    RoleNever,
     ServiceContinued,
     ServiceResumed,
     ServiceStopped,
@@ -164,3 +165,14 @@ def test_a_load_that_ends_before_the_bound_cannot_show_the_service_missed_it() -
     assert ServiceResumed("f1:end", 6.0).unmet(never) == (
         "service had not resumed 7.00 s after f1:end, expected within 6 s"
     )
+
+
+def test_what_a_node_did_once_the_teardown_began_is_not_the_runs() -> None:
+    # The lab stops the primary first; a backup in sync takes over before its own stop.
+    took_over = _event(73.4, "node.role", "n1", previous="REPLICA", role="MASTER")
+    teardown = _event(73.0, "workload.phase", phase="teardown")
+    during = RunFacts.gather([*EVENTS, took_over], _metrics())
+    after = RunFacts.gather([*EVENTS, teardown, took_over], _metrics())
+    never = RoleNever("n1", ("MASTER",), after="f1:start")  # n1 ended as REPLICA
+    assert never.unmet(during) == "n1 (n1) became MASTER 68.40 s after f1:start"
+    assert never.unmet(after) is None

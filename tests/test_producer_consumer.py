@@ -5,7 +5,9 @@ from __future__ import annotations
 import io
 import json
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
+import pytest
 from client_helpers import BASE, writer_on
 from proton import Condition, Delivery, Message
 from proton.reactor import Container
@@ -254,3 +256,65 @@ def test_the_consumer_restarts_the_drain_on_a_new_link_and_reports_a_timeout() -
         ("info", "drain", None),
     ]
     assert "not drained within 30 s" in str(ops(out)[-1]["error"])
+
+
+class Watched:
+    """A consumer with a hand-moved clock and a failover link that records renewals."""
+
+    def __init__(self, extra: list[str]) -> None:
+        self.out, self.now, self.renewed = io.StringIO(), 100.0, list[str]()
+        config = consumer_mod.parse_args([*BASE[:1], "c1", *BASE[2:], *extra])
+        writer = writer_on(self.out, "c1")
+        self.consumer = Consumer(config, writer, Container(), lambda _m: None, lambda: self.now)
+        fake = SimpleNamespace(renew=self.renewed.append, close=lambda done: None)
+        self.consumer._failover = fake  # type: ignore[assignment]
+
+
+def test_a_drain_round_the_broker_leaves_open_is_recorded_and_drained_again_on_a_new_link() -> None:
+    watched = Watched(["--prefetch", "3"])
+    consumer, out, renewed = watched.consumer, watched.out, watched.renewed
+    first = FakeLink()
+    consumer.link_ready(first, "n1")  # type: ignore[arg-type]
+    first.credit = 0  # the credit given before the drain was used up
+    consumer.on_command("drain")
+    receive(consumer, first, "p1-1")
+    watched.now += 5.0
+    consumer._stall_check()  # 5 s of 8: nothing yet
+    assert renewed == []
+    watched.now += 8.0  # a message and then nothing: 2 of the 3 credits left, no flow
+    consumer._stall_check()
+    assert len(renewed) == 1 and "2 left, no flow from the broker" in renewed[0]
+    consumer.link_lost("n1", renewed[0])
+    second = FakeLink()
+    consumer.link_ready(second, "n1")  # type: ignore[arg-type]
+    assert second.drains == [3]  # a new round on the new link
+    receive(consumer, second, "p1-2")
+    second.credit = 0
+    consumer.link_flow(second)  # type: ignore[arg-type]
+    second.credit = 0
+    consumer.link_flow(second)  # type: ignore[arg-type]
+    assert [short(op)[:4] for op in ops(out)] == [
+        ("invoke", "drain", None, "n1"),
+        ("ok", "receive", "p1-1", "n1"),
+        ("info", "drain", None, "n1"),
+        ("invoke", "drain", None, "n1"),
+        ("ok", "receive", "p1-2", "n1"),
+        ("ok", "drain", None, "n1"),
+    ]
+    assert "unanswered for 13.0 s on n1: 1 of 3 credit used" in str(ops(out)[2]["error"])
+
+
+@pytest.mark.parametrize(("extra", "answered"), [(["--drain-stall", "0"], False), ([], True)])
+def test_a_drain_that_is_answered_is_never_renewed_and_0_turns_the_watch_off(
+    extra: list[str], answered: bool
+) -> None:
+    watched = Watched(extra)
+    link = FakeLink()
+    watched.consumer.link_ready(link, "n1")  # type: ignore[arg-type]
+    watched.consumer.on_command("drain")
+    for i in range(20):
+        watched.now += 1.0
+        if answered:
+            receive(watched.consumer, link, f"p1-{i}")
+        watched.consumer._stall_check()
+    assert watched.renewed == []

@@ -278,6 +278,38 @@ def test_a_broker_killed_mid_run_loses_nothing_acknowledged_and_the_producer_res
 
 
 @pytest.mark.processes
+def test_a_drain_the_broker_leaves_unanswered_goes_on_over_a_new_link(lab: Lab) -> None:
+    # A frozen broker answers nothing: the consumer (no heartbeat, to see the drain's own
+    # watch) records the unanswered round, renews its link, and drains once the broker wakes.
+    node = lab.node()
+    addresses = [(node.url, "n1")]
+    consumer = lab.worker(
+        "clients.consumer", "c1", addresses, "--heartbeat", "0", "--drain-stall", "1"
+    )
+    producer = lab.worker("clients.producer", "p1", addresses, "--count", "300")
+    producer.wait_until(lambda ops_: len(acknowledged(ops_)) == 300, timeout_s=60)
+    producer.command("stop")
+    assert producer.wait(timeout_s=30) == 0
+    consumer.wait_until(lambda ops_: len(received(ops_)) == 300, timeout_s=60)
+    assert node.proc is not None
+    node.proc.send_signal(signal.SIGSTOP)
+    try:
+        consumer.command("drain")
+        consumer.wait_until(lambda ops_: ops_[-1]["type"] == "info", timeout_s=60)
+    finally:
+        node.proc.send_signal(signal.SIGCONT)
+    assert consumer.wait(timeout_s=60) == 0
+    receives = consumer.ops()
+    check_lines(receives, "c1", "consumer")
+    drains = [(op["type"], op.get("error", "")) for op in receives if op["f"] == "drain"]
+    assert [kind for kind, _ in drains] == ["invoke", "info", "invoke", "ok"], drains
+    assert "drain round unanswered for " in drains[1][1] and "renewing the link" in drains[1][1]
+    assert received(receives) == acknowledged(producer.ops())
+    log = (lab.folder / "c1.err").read_text()
+    assert "renewing the link on n1" in log and log.count("link ready on n1") == 2
+
+
+@pytest.mark.processes
 @pytest.mark.parametrize("module", ["clients.producer", "clients.consumer"])
 def test_end_of_stdin_makes_a_worker_exit_at_once(lab: Lab, module: str) -> None:
     node = lab.node()

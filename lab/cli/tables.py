@@ -1,14 +1,16 @@
 """`lab tables`: results tables as generated pages (docs/observed/), made from files.
 
-lab tables suite RUNS_DIR… --out PAGE [--baseline RATES] [--target NAME[@VERSION]]
+lab tables suite RUNS_DIR… --out PAGE [--baseline RATES] [--target NAME[@VERSION]] [--rejudge]
     scenario-suite sessions → a verdict page with the rates over seeds (only one target's
     runs, or one version's, with --target); beside PAGE its rates as JSON (PAGE with .json),
     which the next page made at PAGE compares with (or --baseline RATES, another page's
     JSON): a page made again from the same sessions keeps the comparison it had
-lab tables seen RUNS_DIR… [--target NAME[@VERSION]] [--note TEXT]
+lab tables seen RUNS_DIR… [--target NAME[@VERSION]] [--note TEXT] [--rejudge]
     scenario-suite sessions → for each declared deviation of the targets they ran, the
     `seen` entry they give it (reproduced K of N runs, per backend), as TOML to add to the
     declaration in the target's deviations file
+--rejudge: every run judged again by this lab from its history and events
+    (lab.reporting.suite_rejudge), its folder untouched
 """
 
 from __future__ import annotations
@@ -17,9 +19,13 @@ import argparse
 import datetime as dt
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from lab.cli.common import Commands
 from lab.ground.errors import UsageError
+
+if TYPE_CHECKING:
+    from lab.reporting.suite_table import Read
 
 __all__ = ["register"]
 
@@ -51,6 +57,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Comman
     seen.add_argument("folders", nargs="+", type=Path, metavar="RUNS_DIR")
     seen.add_argument("--target", metavar="NAME[@VERSION]", help="only this target's runs")
     seen.add_argument("--note", default="", help="said in every entry after its seeds")
+    for parser in (suite, seen):
+        parser.add_argument(
+            "--rejudge",
+            action="store_true",
+            help="judge every run again with this lab, from its history and events",
+        )
     return {"tables": _cmd_tables}
 
 
@@ -72,7 +84,7 @@ def _cmd_tables(args: argparse.Namespace) -> int:
         published, compared = Baseline.read(args.baseline or rates_file)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    cells = only(collect(args.folders), args.target)
+    cells = only(collect(args.folders, _reader(args)), args.target)
     if not cells:
         raise UsageError(f"--target {args.target}: no runs of it in these folders")
     made = dt.datetime.now(dt.UTC)
@@ -84,7 +96,10 @@ def _cmd_tables(args: argparse.Namespace) -> int:
     shown = " ".join(str(f) for f in args.folders)
     command = f"lab tables suite {shown} --out {args.out}"
     command += f" --target {args.target}" * (args.target is not None)
-    text = page(args.folders, cells, command, made, declared_deviations, before, args.target)
+    command += " --rejudge" * args.rejudge
+    text = page(
+        args.folders, cells, command, made, declared_deviations, before, args.target, args.rejudge
+    )
     records = (c.record() for c in cells if c.verdict is not None)
     rates = Baseline(made, tuple(tally(records)), folders)
     write_text(args.out, text)
@@ -100,7 +115,7 @@ def _cmd_seen(args: argparse.Namespace) -> int:
     from lab.reporting.suite_table import check_folders, collect, only
 
     check_folders(args.folders)
-    cells = only(collect(args.folders), args.target)
+    cells = only(collect(args.folders, _reader(args)), args.target)
     if not cells:
         raise UsageError(f"--target {args.target}: no runs of it in these folders")
     started = [s.first for s in sessions(args.folders, args.target) if s.first is not None]
@@ -113,3 +128,25 @@ def _cmd_seen(args: argparse.Namespace) -> int:
     said = f"{len(entries)} declared deviations counted in {len(args.folders)} sessions"
     print(said + " (add each entry to its declaration's `seen` list)" * bool(entries))
     return 0
+
+
+def _reader(args: argparse.Namespace) -> Read | None:
+    """How each run's result is read: as recorded, or (--rejudge) judged again, with a
+    count on stderr as it goes."""
+    if not args.rejudge:
+        return None
+    from lab.reporting.suite_rejudge import rejudged
+    from lab.reporting.suite_table import read_result
+
+    done = [0]
+
+    def say(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    def read(folder: Path) -> dict[str, Any] | None:
+        done[0] += 1
+        if done[0] % 10 == 0:
+            say(f"lab: judged {done[0]} runs again")
+        return rejudged(folder, read_result(folder), say)
+
+    return read

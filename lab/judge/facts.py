@@ -7,6 +7,9 @@ f1 was applied). Moments are `f1:start` and `f1:end`, in seconds since the run b
 `history` is the run's client operations (lab.judge.metrics.read_operations: index, time,
 process, type, f, value, node), when the judge was given them; `timings` the run's
 configured timeouts that bounds add (lab.judge.bounds), when the judge was given them.
+What the nodes did once the run's teardown began (`workload.phase` teardown: the lab
+stopping them one by one, when a backup may take over from the primary stopped first) is
+not an observation of the run, as it is not for two masters (lab.judge.metrics).
 """
 
 from __future__ import annotations
@@ -88,9 +91,12 @@ class RunFacts:
         logs: list[LogLine] = []
         observed: list[Observation] = []
         final: dict[str, str | None] = {}
+        ending = False  # the teardown began: nodes stopping one by one are not the run's
         for e in sorted(events, key=lambda e: int(e.get("time", 0))):
             kind = e.get("kind")
             time_s = int(e.get("time", 0)) / NS
+            if kind == "workload.phase" and e.get("phase") == "teardown":
+                ending = True
             if kind == "fault.start" and "id" in e:
                 starts[str(e["id"])] = FaultFacts(
                     id=str(e["id"]),
@@ -107,7 +113,7 @@ class RunFacts:
                 )
             elif kind == "node.status" and e.get("node"):
                 final[str(e["node"])] = e.get("role")
-            if isinstance(kind, str) and kind.startswith(OBSERVED_KINDS):
+            if isinstance(kind, str) and kind.startswith(OBSERVED_KINDS) and not ending:
                 node = e.get("node")
                 detail = {k: v for k, v in e.items() if k not in ("v", "time", "kind", "node")}
                 observed.append(
