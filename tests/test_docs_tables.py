@@ -14,7 +14,8 @@ from lab.bench.record import check_page, record, rows
 from lab.cli.main import main
 from lab.ground.errors import UsageError
 from lab.ground.machine import Machine, this_machine
-from lab.reporting.suite_table import collect, describe, page, sessions, table
+from lab.reporting.suite_cells import collect, describe
+from lab.reporting.suite_table import page, sessions, table
 from lab.targets.suite import SUITE_INDEX, SUITE_MACHINE, append_index
 
 MACHINE = Machine(

@@ -15,8 +15,9 @@ import pytest
 from lab.cli.main import main
 from lab.judge.deviations import Condition, Deviation, Matcher, parse_declarations
 from lab.judge.seen_rates import SeenRate, latest_seen, parse_seen
+from lab.reporting.suite_cells import collect
 from lab.reporting.suite_rates import Baseline, Rate, RunRecord, Tally, flags, summary, tally
-from lab.reporting.suite_table import collect, page, rates_table
+from lab.reporting.suite_table import page, rates_table
 from lab.targets.suite import SUITE_INDEX, append_index
 
 pytest_plugins = ("pytester",)

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from lab.cli.main import main
+from lab.reporting.suite_cells import collect, read_result
 from lab.reporting.suite_rejudge import RECORDED_KEY, rejudged
-from lab.reporting.suite_table import collect, read_result
 from lab.targets.suite import SUITE_INDEX, append_index
 from scenarios.catalog import scenario_named
 

@@ -14,9 +14,10 @@ from typing import Any
 import pytest
 
 from lab.cli.main import main
+from lab.reporting.suite_cells import collect
 from lab.reporting.suite_declared import declared_deviations
 from lab.reporting.suite_seen import seen_entries
-from lab.reporting.suite_table import collect, rates_table
+from lab.reporting.suite_table import rates_table
 from lab.targets.suite import SUITE_INDEX, append_index, run_settings
 
 FROZEN = "C8-a-frozen-primary-keeps-the-file-lock"

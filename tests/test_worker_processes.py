@@ -279,13 +279,11 @@ def test_a_broker_killed_mid_run_loses_nothing_acknowledged_and_the_producer_res
 
 @pytest.mark.processes
 def test_a_drain_the_broker_leaves_unanswered_goes_on_over_a_new_link(lab: Lab) -> None:
-    # A frozen broker answers nothing: the consumer (no heartbeat, to see the drain's own
-    # watch) records the unanswered round, renews its link, and drains once the broker wakes.
-    node = lab.node()
-    addresses = [(node.url, "n1")]
-    consumer = lab.worker(
-        "clients.consumer", "c1", addresses, "--heartbeat", "0", "--drain-stall", "1"
-    )
+    # A frozen broker answers nothing: the consumer (no heartbeat: the drain's own watch)
+    # records the unanswered round, renews its link, and drains once the broker wakes.
+    addresses = [((node := lab.node()).url, "n1")]
+    watching = ("--heartbeat", "0", "--drain-stall", "1")
+    consumer = lab.worker("clients.consumer", "c1", addresses, *watching)
     producer = lab.worker("clients.producer", "p1", addresses, "--count", "300")
     producer.wait_until(lambda ops_: len(acknowledged(ops_)) == 300, timeout_s=60)
     producer.command("stop")
@@ -299,8 +297,7 @@ def test_a_drain_the_broker_leaves_unanswered_goes_on_over_a_new_link(lab: Lab) 
     finally:
         node.proc.send_signal(signal.SIGCONT)
     assert consumer.wait(timeout_s=60) == 0
-    receives = consumer.ops()
-    check_lines(receives, "c1", "consumer")
+    check_lines(receives := consumer.ops(), "c1", "consumer")
     drains = [(op["type"], op.get("error", "")) for op in receives if op["f"] == "drain"]
     assert [kind for kind, _ in drains] == ["invoke", "info", "invoke", "ok"], drains
     assert "drain round unanswered for " in drains[1][1] and "renewing the link" in drains[1][1]

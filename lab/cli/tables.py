@@ -25,7 +25,7 @@ from lab.cli.common import Commands
 from lab.ground.errors import UsageError
 
 if TYPE_CHECKING:
-    from lab.reporting.suite_table import Read
+    from lab.reporting.suite_cells import Read
 
 __all__ = ["register"]
 
@@ -70,9 +70,10 @@ def _cmd_tables(args: argparse.Namespace) -> int:
     if args.table == "seen":
         return _cmd_seen(args)
     from lab.ground.files import write_text
+    from lab.reporting.suite_cells import check_folders, collect, only
     from lab.reporting.suite_declared import declared_deviations
     from lab.reporting.suite_rates import Baseline, tally
-    from lab.reporting.suite_table import check_folders, collect, only, page
+    from lab.reporting.suite_table import page
 
     if not args.out.parent.is_dir():
         raise UsageError(f"--out {args.out}: no folder {args.out.parent}")
@@ -109,10 +110,10 @@ def _cmd_tables(args: argparse.Namespace) -> int:
 
 
 def _cmd_seen(args: argparse.Namespace) -> int:
+    from lab.reporting.suite_cells import check_folders, collect, only
     from lab.reporting.suite_declared import declared_deviations
     from lab.reporting.suite_seen import seen_entries
     from lab.reporting.suite_sessions import sessions
-    from lab.reporting.suite_table import check_folders, collect, only
 
     check_folders(args.folders)
     cells = only(collect(args.folders, _reader(args)), args.target)
@@ -135,8 +136,8 @@ def _reader(args: argparse.Namespace) -> Read | None:
     count on stderr as it goes."""
     if not args.rejudge:
         return None
+    from lab.reporting.suite_cells import read_result
     from lab.reporting.suite_rejudge import rejudged
-    from lab.reporting.suite_table import read_result
 
     done = [0]
 

@@ -18,9 +18,10 @@ import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from lab.reporting.suite_cells import Cell
 from lab.reporting.suite_declared import Declared
 from lab.reporting.suite_rates import Tally, tally
-from lab.reporting.suite_table import Cell, seeds_text
+from lab.reporting.suite_table import seeds_text
 
 __all__ = ["SeenEntry", "seen_entries"]
 
