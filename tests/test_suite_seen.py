@@ -17,7 +17,7 @@ from lab.cli.main import main
 from lab.reporting.suite_cells import collect
 from lab.reporting.suite_declared import declared_deviations
 from lab.reporting.suite_seen import seen_entries
-from lab.reporting.suite_table import rates_table
+from lab.reporting.suite_table import rates_table, table
 from lab.targets.suite import SUITE_INDEX, append_index, run_settings
 
 FROZEN = "C8-a-frozen-primary-keeps-the-file-lock"
@@ -87,6 +87,26 @@ def test_the_rates_table_compares_a_settings_declaration_with_its_seen_rate(
     assert FROZEN in row and "fixed upstream?" in row
 
 
+def test_sessions_with_other_target_settings_are_rows_and_columns_of_their_own(
+    tmp_path: Path,
+) -> None:
+    _session(tmp_path / "lock", ["deviation"] * 5)
+    _session(tmp_path / "quorum", ["held", "broken"], {"activation": "quorum-voting"}, first=7)
+    cells = collect([tmp_path / "lock", tmp_path / "quorum"])
+    lines, tallies = rates_table(cells, declared_deviations, None)
+    rows = [line for line in lines if line.startswith("| `hung-primary`")]
+    assert [row.split(" | ")[1:3] for row in rows] == [
+        ["Artemis 2.40.0, local processes", "5 (seeds 7–11)"],
+        ["Artemis 2.40.0, local processes, activation=quorum-voting", "2 (seeds 7, 8)"],
+    ]
+    assert sorted(t.runs for t in tallies) == [2, 5]
+    heading = table(cells)[0]
+    assert heading == (
+        "| scenario | Artemis 2.40.0, local processes "
+        "| Artemis 2.40.0, local processes, activation=quorum-voting |"
+    )
+
+
 def test_lab_tables_seen_prints_the_entries_to_add(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -104,7 +124,9 @@ def test_lab_tables_seen_prints_the_entries_to_add(
     assert out[-1].startswith("1 declared deviations counted in 1 sessions")
     assert main(["tables", "seen", str(tmp_path / "zk")]) == 0
     said = capsys.readouterr().out
-    assert f"# {RESUMED} (artemis@2.40.0, hung-primary on process): reproduced in 0 of 2" in said
+    where = "artemis@2.40.0, hung-primary on process, lock-manager=zookeeper"
+    assert f"# {RESUMED} ({where}): reproduced in 0 of 2" in said
+    assert 'note = "lock-manager=zookeeper; seeds 20, 21" }' in said  # the settings said
     assert FROZEN not in said
 
 

@@ -123,7 +123,8 @@ def _cmd_seen(args: argparse.Namespace) -> int:
     day = min(started).date() if started else dt.datetime.now(dt.UTC).date()
     entries = seen_entries(cells, declared_deviations, day)
     for e in entries:
-        where = f"{e.target}, {e.scenario} on {e.backend}"
+        given = "".join(f", {k}={v}" for k, v in e.settings)
+        where = f"{e.target}, {e.scenario} on {e.backend}{given}"
         print(f"# {e.deviation} ({where}): reproduced in {e.times} of {e.runs} runs")
         print(f"    {e.toml(args.note)},")
     said = f"{len(entries)} declared deviations counted in {len(args.folders)} sessions"

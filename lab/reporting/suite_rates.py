@@ -28,7 +28,7 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 from lab.ground.files import write_json
 from lab.judge.deviations import Deviation
@@ -40,6 +40,11 @@ __all__ = ["OUTCOMES", "Baseline", "Rate", "RunRecord", "Tally", "flags", "summa
 
 OUTCOMES = ("held", "deviation", "broken", "unknown")
 BASELINE_VERSION = 1
+
+
+# A row of the rates: scenario, target (`NAME[@VERSION]`), backend and the target settings
+# its runs were given (without the target's defaults: a session with the defaults has none).
+Key: TypeAlias = tuple[str, str, str, tuple[tuple[str, str], ...]]
 
 
 @dataclass(frozen=True)
@@ -87,7 +92,8 @@ class Rate:
 
 @dataclass(frozen=True)
 class Tally:
-    """The runs of one scenario on one target and backend, counted by outcome."""
+    """The runs of one scenario on one target and backend with the same target settings,
+    counted by outcome."""
 
     scenario: str
     target: str
@@ -97,11 +103,11 @@ class Tally:
     seeds: tuple[int, ...] = ()
     gaps_s: tuple[float, ...] = ()
     mode: str = ""
-    settings: tuple[tuple[str, str], ...] = ()  # its first run's target settings
+    settings: tuple[tuple[str, str], ...] = ()  # its runs' target settings (no defaults)
 
     @property
-    def key(self) -> tuple[str, str, str]:
-        return self.scenario, self.target, self.backend
+    def key(self) -> Key:
+        return self.scenario, self.target, self.backend, self.settings
 
     @property
     def runs(self) -> int:
@@ -151,13 +157,13 @@ class Tally:
 
 
 def tally(records: Iterable[RunRecord]) -> list[Tally]:
-    """One tally per scenario, target and backend, in the order first met; a run's seed and
-    gap are kept in the order of its runs."""
-    grouped: dict[tuple[str, str, str], list[RunRecord]] = {}
+    """One tally per scenario, target, backend and target settings, in the order first met;
+    a run's seed and gap are kept in the order of its runs."""
+    grouped: dict[Key, list[RunRecord]] = {}
     for r in records:
-        grouped.setdefault((r.scenario, r.target, r.backend), []).append(r)
+        grouped.setdefault((r.scenario, r.target, r.backend, r.settings), []).append(r)
     found = []
-    for (scenario, target, backend), runs in grouped.items():
+    for (scenario, target, backend, _), runs in grouped.items():
         counts = {o: sum(1 for r in runs if r.outcome == o) for o in OUTCOMES}
         reproduced: dict[str, int] = {}
         for r in runs:
@@ -187,7 +193,7 @@ class Baseline:
     tallies: tuple[Tally, ...] = ()
     sessions: tuple[str, ...] = ()  # the session folders the rates came from
 
-    def find(self, key: tuple[str, str, str]) -> Tally | None:
+    def find(self, key: Key) -> Tally | None:
         return next((t for t in self.tallies if t.key == key), None)
 
     @property

@@ -39,10 +39,12 @@ class SeenEntry:
     runs: int
     seeds: tuple[int, ...]
     day: dt.date
+    settings: tuple[tuple[str, str], ...] = ()  # the runs' target settings (no defaults)
 
     def toml(self, note: str = "") -> str:
         shown = seeds_text(self.seeds, dash="-") if self.seeds else ""
-        said = "; ".join(x for x in (shown, note) if x)
+        given = ", ".join(f"{k}={v}" for k, v in self.settings)
+        said = "; ".join(x for x in (given, shown, note) if x)
         extra = f', note = "{_escaped(said)}"' if said else ""
         return (
             f'{{ backend = "{self.backend}", rate = "{self.times}/{self.runs}", '
@@ -61,7 +63,7 @@ def _entries(counted: Tally, declared: Declared, day: dt.date) -> list[SeenEntry
     for d in found:
         times = counted.deviation_rate(d.id).count
         where = (counted.target, d.id, counted.scenario, counted.backend)
-        entries.append(SeenEntry(*where, times, counted.runs, counted.seeds, day))
+        entries.append(SeenEntry(*where, times, counted.runs, counted.seeds, day, counted.settings))
     return entries
 
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TypeAlias
 
 from lab.reporting.suite_cells import Cell
 from lab.reporting.suite_declared import Declared, no_declarations
@@ -54,11 +55,17 @@ __all__ = [
 ]
 
 
-def _columns(cells: Sequence[Cell]) -> list[tuple[str, str | None, str]]:
-    """Target, then version (oldest first), then backend (process before docker)."""
+Column: TypeAlias = tuple[str, str | None, str, tuple[tuple[str, str], ...]]
+
+
+def _columns(cells: Sequence[Cell]) -> list[Column]:
+    """Target, then version (oldest first), then backend (process before docker), then the
+    target settings the runs were given (the defaults first)."""
     rank = {name: i for i, name in enumerate(BACKEND_NAMES)}
-    found = {(c.target, c.version, c.backend) for c in cells}
-    return sorted(found, key=lambda k: (k[0], version_key(k[1]), rank.get(k[2], 99), k[2]))
+    found = {(c.target, c.version, c.backend, c.settings) for c in cells}
+    return sorted(
+        found, key=lambda k: (k[0], version_key(k[1]), rank.get(k[2], 99), k[2], len(k[3]), k[3])
+    )
 
 
 def _scenarios(cells: Sequence[Cell]) -> list[str]:
@@ -99,7 +106,8 @@ def _rate_row(scenario: str, column: str, counted: Tally, said: Sequence[str]) -
 def rates_table(
     cells: Sequence[Cell], declared: Declared, before: Baseline | None
 ) -> tuple[list[str], list[Tally]]:
-    """The rates' Markdown table (a row per scenario, target and backend that ran, in the
+    """The rates' Markdown table (a row per scenario, target, backend and target settings
+    that ran, in the
     catalog's order; then the refused scenarios, a line per reason) and the tallies it
     shows; `declared` gives the deviations a target declares for a run, `before` the rates
     published before (None: none)."""
@@ -110,10 +118,10 @@ def rates_table(
     ]
     counted = {t.key: t for t in tally(c.record() for c in cells if c.verdict is not None)}
     for scenario in _scenarios(cells):
-        for target, version, backend in _columns(cells):
-            heading = column(target, version, backend)
+        for target, version, backend, settings in _columns(cells):
+            heading = column(target, version, backend, settings)
             ref = target if version is None else f"{target}@{version}"
-            found = counted.get((scenario, ref, backend))
+            found = counted.get((scenario, ref, backend, settings))
             if found is not None:
                 given = dict(found.settings)
                 said = flags(found, declared(ref, scenario, backend, found.mode, given), before)
@@ -150,9 +158,13 @@ def table(cells: Sequence[Cell]) -> list[str]:
     ]
     for scenario in scenarios:
         row = []
-        for target, version, backend in columns:
-            where = (scenario, target, version, backend)
-            mine = [c for c in cells if (c.scenario, c.target, c.version, c.backend) == where]
+        for target, version, backend, settings in columns:
+            where = (scenario, target, version, backend, settings)
+            mine = [
+                c
+                for c in cells
+                if (c.scenario, c.target, c.version, c.backend, c.settings) == where
+            ]
             texts = list(dict.fromkeys(c.text for c in mine if c.seed is None))
             texts += [f"seed {c.seed}: {c.text}" for c in mine if c.seed is not None]
             row.append("<br>".join(t.replace("|", "\\|") for t in texts) or "—")
@@ -180,7 +192,7 @@ def page(
     dates, load and machine, the rates
     (compared with the declared deviations' and those published `before`), every run, and
     where two versions of a target differ."""
-    title = ", ".join(dict.fromkeys(target_title(t, v) for t, v, _ in _columns(cells)))
+    title = ", ".join(dict.fromkeys(target_title(t, v) for t, v, _, _ in _columns(cells)))
     lines = [
         f"# Scenario suite: {title}",
         "",
@@ -206,7 +218,8 @@ def page(
 
 
 RATES_LEGEND = (
-    "A row counts a scenario's runs on one target and backend, one run per seed: *held*, "
+    "A row counts a scenario's runs on one target and backend (and the target settings they "
+    "were given, when not the defaults), one run per seed: *held*, "
     "*deviation* (a declared deviation reproduced, by id), *broken* and *unknown*, each as "
     "K/N with its 95 % Wilson interval: with five runs, 5/5 means the true rate is likely "
     "above 57 %, not that it is 100 %. *service gap*: the median and the largest, over the "

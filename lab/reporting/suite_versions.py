@@ -46,8 +46,13 @@ def target_title(target: str, version: str | None) -> str:
     return TARGET_NAMES.get(target, target) + (f" {version}" if version else "")
 
 
-def column(target: str, version: str | None, backend: str) -> str:
-    return f"{target_title(target, version)}, {BACKEND_NAMES.get(backend, backend)}"
+def column(
+    target: str, version: str | None, backend: str, settings: tuple[tuple[str, str], ...] = ()
+) -> str:
+    """`Artemis 2.40.0, local processes`, with the target settings the runs were given
+    (`, activation=quorum-voting`) when they are not the target's defaults."""
+    given = "".join(f", {k}={v}" for k, v in settings)
+    return f"{target_title(target, version)}, {BACKEND_NAMES.get(backend, backend)}{given}"
 
 
 def version_key(version: str | None) -> tuple[tuple[int, int | str], ...]:
