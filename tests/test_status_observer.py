@@ -8,6 +8,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import pytest
+
+from lab.ground.errors import ClusterError
 from lab.ground.nodes import NodeStatus
 from lab.manager.observer import NodeStates, StatusObserver
 
@@ -103,3 +106,51 @@ def test_the_observer_starts_and_stops_its_threads() -> None:
     assert not observer.running
     kinds = [kind for kind, _, _ in events.seen]
     assert kinds[0] == "observer.start" and kinds[-1] == "observer.stop"
+
+
+def test_a_look_that_fails_is_said_once_and_the_watch_goes_on() -> None:
+    class Failing(Brokers):
+        def __init__(self) -> None:
+            super().__init__()
+            self.failures = 3
+
+        def node_status(self, name: str, timeout_s: float) -> NodeStatus | None:
+            if self.failures:
+                self.failures -= 1
+                raise ClusterError("Toxiproxy API on 127.0.0.1:1: Expecting value")
+            return NodeStatus("n1", "MASTER", ha_status="active")
+
+    brokers, events = Failing(), Events()
+    observer = StatusObserver(brokers, NodeStates(events), interval_s=0.01)
+    observer.start()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not any(k == "node.role" for k, _, _ in events.seen):
+        time.sleep(0.01)
+    observer.stop()
+    errors = [(n, f["error"]) for k, n, f in events.seen if k == "observer.error"]
+    assert errors == [("n1", "Toxiproxy API on 127.0.0.1:1: Expecting value")]
+    assert ("node.role", "n1", {"previous": None, "role": "MASTER"}) in events.seen
+
+
+def test_a_peer_link_that_could_not_be_closed_is_closed_at_the_next_look() -> None:
+    from lab.backends.managed import ManagedCluster
+
+    class Proxies:
+        def __init__(self) -> None:
+            self.fail, self.calls = True, list[tuple[str, bool]]()
+
+        def set_enabled(self, link: str, up: bool) -> None:
+            if self.fail:
+                self.fail = False
+                raise ClusterError("Toxiproxy API on 127.0.0.1:1: Expecting value")
+            self.calls.append((link, up))
+
+    cluster = object.__new__(ManagedCluster)
+    proxies = Proxies()
+    cluster.__dict__.update(proxies={"n1_to_n3": 1, "n3_to_n1": 2})
+    cluster.proxy_client = lambda: proxies  # type: ignore[method-assign,assignment,return-value]
+    with pytest.raises(ClusterError):
+        cluster._gate_peer_links("n3", False)
+    cluster._gate_peer_links("n3", False)  # n3 still down: the link into it is closed now
+    cluster._gate_peer_links("n3", False)  # and only once
+    assert proxies.calls == [("n1_to_n3", False)]

@@ -105,12 +105,13 @@ class ManagedCluster(ClusterBase[N]):
             down: set[str] = self.__dict__.setdefault("_down", set())
             if up == (name not in down):
                 return
-            (down.discard if up else down.add)(name)
             cut: set[str] = self.__dict__.setdefault("_cut", set())
             for link in self.proxies:
                 ends = split_node_link(link)
                 if ends is not None and ends[1] == name and link not in cut:
                     self.proxy_client().set_enabled(link, up)
+            # Only once every link is set: a failed call is made again at the next look.
+            (down.discard if up else down.add)(name)
 
     def set_link(self, name: str, enabled: bool) -> None:
         """Cut (False) or restore (True) a link; a link into a broker that is down stays

@@ -14,6 +14,9 @@ its broker taking a role or a status, lab.targets.protocol.LogRecord), and a bro
 again has nothing recorded. A broker that does not answer (down, frozen, starting) changes
 nothing; an answer from a broker killed or started again while it was asked is dropped, and
 so is one asked before the run last recorded a change of that broker (it is older news).
+A look that fails (the lab's own proxies not answering as they should, say) is recorded as
+`observer.error` with what failed, once per broker and error, and the next look is made as
+usual: a watching thread never ends before the run stops it.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from lab.ground.errors import LabError
 from lab.ground.events import Events
 from lab.ground.nodes import NodeStatus
 
@@ -140,8 +144,14 @@ class StatusObserver:
         self.stop()
 
     def _watch(self, name: str) -> None:
+        said: set[str] = set()
         while not self._stop.is_set():
-            self.observe(name)
+            try:
+                self.observe(name)
+            except LabError as exc:  # the next look may do; say each failure once
+                if str(exc) not in said:
+                    said.add(str(exc))
+                    self._states.emit("observer.error", name, error=str(exc))
             self._wait(self._stop, self._interval_s)
 
     def observe(self, name: str) -> None:
