@@ -14,11 +14,12 @@ from typing import Any
 import pytest
 
 from lab.cli.main import main
-from lab.reporting.suite_cells import collect
+from lab.reporting.suite_cells import chosen_settings, collect
 from lab.reporting.suite_declared import declared_deviations
 from lab.reporting.suite_seen import seen_entries
 from lab.reporting.suite_table import rates_table, table
 from lab.targets.suite import SUITE_INDEX, append_index, run_settings
+from scenarios.catalog import scenario_named
 
 FROZEN = "C8-a-frozen-primary-keeps-the-file-lock"
 RESUMED = "C8-a-resumed-primary-serves-until-it-finds-its-lock-lost"
@@ -92,6 +93,11 @@ def test_sessions_with_other_target_settings_are_rows_and_columns_of_their_own(
 ) -> None:
     _session(tmp_path / "lock", ["deviation"] * 5)
     _session(tmp_path / "quorum", ["held", "broken"], {"activation": "quorum-voting"}, first=7)
+    refused = {"test": "t9", "scenario": "replicate-none", "target_version": "2.40.0",
+               "refused": "no per-queue replication"}  # fmt: skip
+    append_index(
+        tmp_path / "quorum" / SUITE_INDEX, {"target": "artemis", "backend": "process", **refused}
+    )
     cells = collect([tmp_path / "lock", tmp_path / "quorum"])
     lines, tallies = rates_table(cells, declared_deviations, None)
     rows = [line for line in lines if line.startswith("| `hung-primary`")]
@@ -100,11 +106,13 @@ def test_sessions_with_other_target_settings_are_rows_and_columns_of_their_own(
         ["Artemis 2.40.0, local processes, activation=quorum-voting", "2 (seeds 7, 8)"],
     ]
     assert sorted(t.runs for t in tallies) == [2, 5]
-    heading = table(cells)[0]
-    assert heading == (
+    every = table(cells)
+    assert every[0] == (  # a refusal (it has no settings) makes no column of its own
         "| scenario | Artemis 2.40.0, local processes "
         "| Artemis 2.40.0, local processes, activation=quorum-voting |"
     )
+    (row,) = [line for line in every if line.startswith("| `replicate-none`")]
+    assert row.count("refused: no per-queue replication") == 2
 
 
 def test_lab_tables_seen_prints_the_entries_to_add(
@@ -138,3 +146,17 @@ def test_lab_tables_seen_refuses_what_it_cannot_read(
     _session(tmp_path / "a", ["held"])
     assert main(["tables", "seen", str(tmp_path / "a"), "--target", "qpid-broker-j"]) == 2
     assert "--target qpid-broker-j: no runs of it" in capsys.readouterr().err
+
+
+def test_a_scenarios_own_target_settings_are_not_the_sessions_choice(tmp_path: Path) -> None:
+    # split-brain sets Broker-J's election timeouts itself; a session adds its own choice.
+    spec = scenario_named("split-brain").spec(7).to_json()
+    own = spec["group"]["target_context"]["qpid-broker-j"]
+    assert own["je.rep.electionsPrimaryRetries"] == "0"
+    spec["group"]["target_context"]["qpid-broker-j"] = {**own, "chosen": "yes"}
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    given = run_settings(tmp_path, "qpid-broker-j")
+    assert len(given) == len(own) + 1
+    assert chosen_settings(tmp_path, "qpid-broker-j", given) == (("chosen", "yes"),)
+    (tmp_path / "spec.json").write_text(json.dumps({"scenario": "mine", "group": {}}))
+    assert chosen_settings(tmp_path, "x", (("a", "b"),)) == (("a", "b"),)  # not the lab's

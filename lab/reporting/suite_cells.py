@@ -19,12 +19,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeAlias
 
-from lab.ground.errors import UsageError
+from lab.ground.errors import LabError, UsageError
 from lab.judge.expectations import UNCHECKABLE
 from lab.reporting.suite_rates import RunRecord
 from lab.targets.suite import SUITE_INDEX, read_index, run_settings
+from scenarios.catalog import scenario_named
 
-__all__ = ["Cell", "Read", "check_folders", "collect", "describe", "only", "read_result"]
+Settings: TypeAlias = tuple[tuple[str, str], ...]  # target settings, sorted by name
+
+__all__ = [
+    "Cell",
+    "Read",
+    "Settings",
+    "check_folders",
+    "chosen_settings",
+    "collect",
+    "describe",
+    "only",
+    "read_result",
+]
 
 
 @dataclass(frozen=True)
@@ -42,6 +55,12 @@ class Cell:
     mode: str = ""
     version: str | None = None  # the target's version (None: none, or not recorded)
     settings: tuple[tuple[str, str], ...] = ()  # the target settings the run was given
+    chosen: Settings = ()  # those the session chose (not its scenario's own): its column
+
+    @property
+    def where(self) -> tuple[str, str | None, str]:
+        """Target, version and backend."""
+        return self.target, self.version, self.backend
 
     @property
     def ref(self) -> str:
@@ -56,11 +75,25 @@ class Cell:
         gap = self.gap_s
         return RunRecord(
             self.scenario, self.ref, self.backend, self.seed, outcome, self.deviation, gap,
-            self.mode, self.settings,
+            self.mode, self.settings, self.chosen,
         )  # fmt: skip
 
 
 Read: TypeAlias = Callable[[Path], dict[str, Any] | None]  # a run folder → its result
+
+
+def chosen_settings(folder: Path, target: str, given: Settings) -> Settings:
+    """The target settings a session chose for the run in `folder` (`--lab-target-setting`):
+    those it was given (`given`) other than its scenario's own (split-brain sets Broker-J's
+    election timeouts itself); all of them for a scenario this lab does not know."""
+    try:
+        spec = json.loads((folder / "spec.json").read_text(encoding="utf-8"))
+        mode = spec["group"].get("mode") or None
+        scenario = scenario_named(str(spec["scenario"])).in_mode(mode)
+        own = dict(scenario.spec(0).group.target_context.get(target) or {})
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, LabError):
+        return given
+    return tuple((k, v) for k, v in given if own.get(k) != v)
 
 
 def read_result(folder: Path) -> dict[str, Any] | None:
@@ -115,12 +148,13 @@ def _run_cell(
     mode: str = "",
     version: str | None = None,
     settings: tuple[tuple[str, str], ...] = (),
+    chosen: Settings = (),
 ) -> Cell:
     if result is None:
         said = describe(None)
         return Cell(
             scenario, target, backend, said, seed, "unknown", mode=mode, version=version,
-            settings=settings,
+            settings=settings, chosen=chosen,
         )  # fmt: skip
     version = _version(result.get("target_version") or version)
     verdict = str(result.get("verdict", "unknown"))
@@ -129,7 +163,7 @@ def _run_cell(
     return Cell(
         scenario, target, backend, describe(result), result.get("seed", seed), verdict,
         None if deviation is None else str(deviation), None if gap is None else float(gap),
-        str(result.get("mode") or mode), version, settings,
+        str(result.get("mode") or mode), version, settings, chosen,
     )  # fmt: skip
 
 
@@ -157,7 +191,10 @@ def collect(folders: Sequence[Path], read: Read | None = None) -> list[Cell]:
                     target, backend = str(result.get("target")), str(result.get("backend"))
                     given = run_settings(path.parent, target)
                     scenario = str(result["scenario"])
-                    cells.append(_run_cell(scenario, target, backend, result, settings=given))
+                    chosen = chosen_settings(path.parent, target, given)
+                    cells.append(
+                        _run_cell(scenario, target, backend, result, None, "", None, given, chosen)
+                    )
             continue
         for entry in read_index(index):
             scenario, (target, version) = str(entry.get("scenario")), _target(entry)
@@ -168,10 +205,11 @@ def collect(folders: Sequence[Path], read: Read | None = None) -> list[Cell]:
             elif "folder" in entry:
                 run = Path(str(entry["folder"]))
                 result, given = read(run), run_settings(run, target)
+                chosen = chosen_settings(run, target, given)
                 seed = entry.get("seed")
                 seed = seed if isinstance(seed, int) else None
                 cells.append(
-                    _run_cell(scenario, target, backend, result, seed, mode, version, given)
+                    _run_cell(scenario, target, backend, result, seed, mode, version, given, chosen)
                 )
     return cells
 

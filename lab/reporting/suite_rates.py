@@ -43,7 +43,8 @@ BASELINE_VERSION = 1
 
 
 # A row of the rates: scenario, target (`NAME[@VERSION]`), backend and the target settings
-# its runs were given (without the target's defaults: a session with the defaults has none).
+# its session chose (`--lab-target-setting`; a scenario's own, like split-brain's JE
+# timeouts, are not a choice: a session with the defaults has none).
 Key: TypeAlias = tuple[str, str, str, tuple[tuple[str, str], ...]]
 
 
@@ -62,6 +63,7 @@ class RunRecord:
     gap_s: float | None = None
     mode: str = ""
     settings: tuple[tuple[str, str], ...] = ()
+    chosen: tuple[tuple[str, str], ...] = ()  # the settings its session chose (its row)
 
 
 @dataclass(frozen=True)
@@ -104,10 +106,11 @@ class Tally:
     gaps_s: tuple[float, ...] = ()
     mode: str = ""
     settings: tuple[tuple[str, str], ...] = ()  # its runs' target settings (no defaults)
+    chosen: tuple[tuple[str, str], ...] = ()  # those their session chose: the row's key
 
     @property
     def key(self) -> Key:
-        return self.scenario, self.target, self.backend, self.settings
+        return self.scenario, self.target, self.backend, self.chosen
 
     @property
     def runs(self) -> int:
@@ -139,6 +142,7 @@ class Tally:
             "seeds": list(self.seeds),
             "gaps_s": list(self.gaps_s),
             "settings": dict(self.settings),
+            "chosen": dict(self.chosen),
         }
 
     @staticmethod
@@ -153,6 +157,7 @@ class Tally:
             tuple(float(g) for g in raw.get("gaps_s") or ()),
             str(raw.get("mode", "")),
             tuple(sorted((str(k), str(v)) for k, v in dict(raw.get("settings") or {}).items())),
+            tuple(sorted((str(k), str(v)) for k, v in dict(raw.get("chosen") or {}).items())),
         )
 
 
@@ -161,7 +166,7 @@ def tally(records: Iterable[RunRecord]) -> list[Tally]:
     a run's seed and gap are kept in the order of its runs."""
     grouped: dict[Key, list[RunRecord]] = {}
     for r in records:
-        grouped.setdefault((r.scenario, r.target, r.backend, r.settings), []).append(r)
+        grouped.setdefault((r.scenario, r.target, r.backend, r.chosen), []).append(r)
     found = []
     for (scenario, target, backend, _), runs in grouped.items():
         counts = {o: sum(1 for r in runs if r.outcome == o) for o in OUTCOMES}
@@ -180,6 +185,7 @@ def tally(records: Iterable[RunRecord]) -> list[Tally]:
                 tuple(r.gap_s for r in runs if r.gap_s is not None),
                 runs[0].mode,
                 runs[0].settings,
+                runs[0].chosen,
             )
         )
     return found

@@ -39,7 +39,7 @@ class SeenEntry:
     runs: int
     seeds: tuple[int, ...]
     day: dt.date
-    settings: tuple[tuple[str, str], ...] = ()  # the runs' target settings (no defaults)
+    settings: tuple[tuple[str, str], ...] = ()  # the settings the runs' session chose
 
     def toml(self, note: str = "") -> str:
         shown = seeds_text(self.seeds, dash="-") if self.seeds else ""
@@ -63,7 +63,7 @@ def _entries(counted: Tally, declared: Declared, day: dt.date) -> list[SeenEntry
     for d in found:
         times = counted.deviation_rate(d.id).count
         where = (counted.target, d.id, counted.scenario, counted.backend)
-        entries.append(SeenEntry(*where, times, counted.runs, counted.seeds, day, counted.settings))
+        entries.append(SeenEntry(*where, times, counted.runs, counted.seeds, day, counted.chosen))
     return entries
 
 

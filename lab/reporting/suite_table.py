@@ -60,9 +60,11 @@ Column: TypeAlias = tuple[str, str | None, str, tuple[tuple[str, str], ...]]
 
 def _columns(cells: Sequence[Cell]) -> list[Column]:
     """Target, then version (oldest first), then backend (process before docker), then the
-    target settings the runs were given (the defaults first)."""
+    target settings their session chose (none first)."""
     rank = {name: i for i, name in enumerate(BACKEND_NAMES)}
-    found = {(c.target, c.version, c.backend, c.settings) for c in cells}
+    found = {(c.target, c.version, c.backend, c.chosen) for c in cells if c.verdict is not None}
+    ran = {k[:3] for k in found}  # a refusal has no settings: it is shown in its target's columns
+    found |= {(c.target, c.version, c.backend, ()) for c in cells if c.where not in ran}
     return sorted(
         found, key=lambda k: (k[0], version_key(k[1]), rank.get(k[2], 99), k[2], len(k[3]), k[3])
     )
@@ -159,11 +161,11 @@ def table(cells: Sequence[Cell]) -> list[str]:
     for scenario in scenarios:
         row = []
         for target, version, backend, settings in columns:
-            where = (scenario, target, version, backend, settings)
             mine = [
                 c
                 for c in cells
-                if (c.scenario, c.target, c.version, c.backend, c.settings) == where
+                if (c.scenario, *c.where) == (scenario, target, version, backend)
+                and (c.chosen == settings or c.verdict is None)
             ]
             texts = list(dict.fromkeys(c.text for c in mine if c.seed is None))
             texts += [f"seed {c.seed}: {c.text}" for c in mine if c.seed is not None]
@@ -218,8 +220,8 @@ def page(
 
 
 RATES_LEGEND = (
-    "A row counts a scenario's runs on one target and backend (and the target settings they "
-    "were given, when not the defaults), one run per seed: *held*, "
+    "A row counts a scenario's runs on one target and backend (and the target settings their "
+    "session chose, when not the defaults), one run per seed: *held*, "
     "*deviation* (a declared deviation reproduced, by id), *broken* and *unknown*, each as "
     "K/N with its 95 % Wilson interval: with five runs, 5/5 means the true rate is likely "
     "above 57 %, not that it is 100 %. *service gap*: the median and the largest, over the "
