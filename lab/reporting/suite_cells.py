@@ -177,6 +177,12 @@ def _target(entry: dict[str, Any]) -> tuple[str, str | None]:
     return name, _version(entry.get("target_version") or version or None)
 
 
+def _settings(folder: Path, target: str) -> tuple[Settings, Settings]:
+    """The target settings a run was given, and those of them its session chose."""
+    given = run_settings(folder, target)
+    return given, chosen_settings(folder, target, given)
+
+
 def collect(folders: Sequence[Path], read: Read | None = None) -> list[Cell]:
     """Every run and refusal the folders hold (unreadable index lines are skipped); each
     run's result as `read` gives it (default: its result.json)."""
@@ -189,9 +195,8 @@ def collect(folders: Sequence[Path], read: Read | None = None) -> list[Cell]:
                 result = read(path.parent)
                 if result is not None:
                     target, backend = str(result.get("target")), str(result.get("backend"))
-                    given = run_settings(path.parent, target)
+                    given, chosen = _settings(path.parent, target)
                     scenario = str(result["scenario"])
-                    chosen = chosen_settings(path.parent, target, given)
                     cells.append(
                         _run_cell(scenario, target, backend, result, None, "", None, given, chosen)
                     )
@@ -204,8 +209,7 @@ def collect(folders: Sequence[Path], read: Read | None = None) -> list[Cell]:
                 cells.append(Cell(scenario, target, backend, said, mode=mode, version=version))
             elif "folder" in entry:
                 run = Path(str(entry["folder"]))
-                result, given = read(run), run_settings(run, target)
-                chosen = chosen_settings(run, target, given)
+                result, (given, chosen) = read(run), _settings(run, target)
                 seed = entry.get("seed")
                 seed = seed if isinstance(seed, int) else None
                 cells.append(
