@@ -75,6 +75,6 @@ def run(say: Say) -> str:
 
 BENCHMARK = Benchmark(
     "cli-startup",
-    "seconds from typing `lab list` (and `lab --help`) to its answer; the optional packages it imports",
+    "seconds from typing `lab list` (and `lab --help`) to its answer; optional packages imported",
     run,
 )
