@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 from conftest import run_lab
+from detection_helpers import cell_trials, trial
 
 from lab.bench.detection import list_zoo, named_scenarios
-from lab.bench.detection_page import command_of, page
 from lab.bench.detection_request import (
     DetectionRequest,
     add_detection_options,
@@ -24,12 +24,10 @@ from lab.bench.detection_results import (
     NamedResult,
     ShrinkResult,
     cell_of_campaign,
-    headline,
     named_of_run,
-    named_summary,
     shrink_of,
-    table,
 )
+from lab.bench.detection_table import headline, named_summary, table
 from lab.bench.zoo import load_zoo
 from lab.ground.errors import UsageError
 
@@ -122,37 +120,21 @@ def test_a_campaigns_first_broken_run_is_its_finding() -> None:
     assert (none.found, none.runs, none.minutes, none.name) == (False, 1, None, "(no bug)")
 
 
-def _cell(bug: str | None, generator: str, trial: int, minutes: float | None) -> CellResult:
-    return CellResult(
-        bug,
-        "replicated-group",
-        generator,
-        trial,
-        10 + trial,
-        minutes is not None,
-        4 if minutes else 9,
-        minutes,
-        ("lost",) if minutes else (),
-    )
-
-
 CELLS = [
-    _cell("a", "random", 1, 2.0),
-    _cell("a", "random", 2, None),
-    _cell("b", "random", 1, None),
-    _cell("b", "random", 2, None),
-    _cell("a", "coverage", 1, 1.0),
-    _cell("a", "coverage", 2, 0.5),
-    _cell("b", "coverage", 1, 3.0),
-    _cell("b", "coverage", 2, None),
-    _cell(None, "random", 1, None),
+    *cell_trials("a", "random", [2.0, None], canary=True, reached=0.5, triggered=1.5),
+    *cell_trials("b", "random", [None, None], canary=True, reached=0.5),
+    *cell_trials("a", "coverage", [1.0, 0.5], canary=True, reached=0.2, triggered=0.4),
+    *cell_trials("b", "coverage", [3.0, None], canary=True),
+    trial(None, "random", 1, None),
     CellResult(None, "active-passive", "random", 1, 11, False, 0, None, error="lab: error: x"),
 ]
 
 
-def test_the_headline_counts_bugs_found_and_compares_median_times() -> None:
+def test_the_headline_counts_bugs_found_and_compares_paired_median_times() -> None:
+    # a: random's median 2.0 (the low median of 2.0 and a miss), coverage's 0.5: 4.0x;
+    # b: random never found it, so it is not compared.
     assert headline(CELLS, ("random", "coverage"), 600) == (
-        "detection: random 1/2 found, median 2.0 min; coverage 2/2, median 1.0 min (2.0x) "
+        "detection: random 1/2 found, median 2.0 min; coverage 2/2, median 1.0 min (4.0x) "
         "(campaigns of 10 min, 2 trials each)"
     )
     alone = [c for c in CELLS if c.generator == "random" and c.bug == "b"]
@@ -161,7 +143,28 @@ def test_the_headline_counts_bugs_found_and_compares_median_times() -> None:
     )
 
 
-def test_the_table_shows_each_bug_by_generator_with_its_shrink_and_named_runs() -> None:
+def test_the_headline_says_both_sets_when_bugs_were_written_after_the_generator() -> None:
+    later = [
+        *cell_trials("c", "random", [None], after_generator=True),
+        *cell_trials("c", "coverage", [4.0], after_generator=True),
+        *cell_trials("d", "coverage", [None], after_generator=True),
+    ]
+    assert headline([*CELLS, *later], ("random", "coverage"), 600) == (
+        "detection: random 1/2 found before, 0/1 after, median 2.0 min; "
+        "coverage 2/2 before, 1/2 after, median 2.0 min (4.0x) "
+        "(campaigns of 10 min, 2 trials each)"
+    )
+    lines = table([*CELLS, *later], [], [], ("random", "coverage"))
+    heads = [line for line in lines if line.startswith("-- ")]
+    assert heads == [
+        "-- written before the generator (2)",
+        "-- written after the generator (2)",
+        "-- the tree without a bug (2)",
+    ]
+    assert lines.index(heads[1]) < next(i for i, x in enumerate(lines) if x.startswith("c "))
+
+
+def test_the_table_shows_each_bug_by_generator_with_its_stages_shrink_and_named_runs() -> None:
     shrinks = [ShrinkResult("a", "random", "shrunk", (40, 6), (18.0, 7.5), 9)]
     named = [
         NamedResult("a", "master-failure", "J1", "broken", ("lost",)),
@@ -170,30 +173,32 @@ def test_the_table_shows_each_bug_by_generator_with_its_shrink_and_named_runs() 
     ]
     lines = table(CELLS, shrinks, named, ("random", "coverage"))
     assert lines[1].split() == [
-        "a",
-        "replicated-group",
-        "1/2",
-        "2.0",
-        "min",
-        "4",
-        "runs,",
-        "shrunk",
-        "40→6",
-        "ops",
-        "2/2",
-        "0.8",
-        "min",
-        "4",
-        "runs",
+        *("a", "replicated-group", "1/2", "2.0", "min", "4", "runs,", "shrunk", "40→6", "ops"),
+        *("2/2", "0.8", "min", "4", "runs"),
     ]
-    assert lines[2].strip() == "kinds seen: lost"
-    assert lines[3].strip() == "named: 1/3 fail: J1 master-failure (lost) [J12 refused]"
-    assert lines[4].split()[:3] == ["b", "replicated-group", "0/2"] and "(18 runs)" in lines[4]
-    assert lines[5].strip() == "kinds seen: lost"  # coverage found it
-    assert lines[6].split()[:4] == ["(no", "bug)", "replicated-group", "0/1"]
-    assert lines[7].split()[:4] == ["(no", "bug)", "active-passive", "0/1"]
+    assert lines[2].strip() == (
+        "random: reached 2/2 (0.5 min), triggered 2/2 (1.5 min), detected 1/2 (2.0 min); "
+        "misses: 1 triggered, not detected"
+    )
+    assert lines[3].strip() == (
+        "coverage: reached 2/2 (0.2 min), triggered 2/2 (0.4 min), detected 2/2 (0.8 min)"
+    )
+    assert lines[4].strip() == "kinds seen: lost"
+    assert lines[5].strip() == "named: 1/3 fail: J1 master-failure (lost) [J12 refused]"
+    assert lines[6].split()[:3] == ["b", "replicated-group", "0/2"] and "(18 runs)" in lines[6]
+    assert lines[7].strip() == (
+        "random: reached 2/2 (0.5 min), triggered 0/2, detected 0/2; "
+        "misses: 2 reached, never triggered"
+    )
+    assert lines[8].strip() == (
+        "coverage: reached 0/2, triggered 0/2, detected 1/2 (3.0 min); "
+        "misses: 1 never reached; 1 detected, canary never triggered"
+    )
+    assert lines[9].strip() == "kinds seen: lost"  # coverage found it
+    assert lines[10].split()[:4] == ["(no", "bug)", "replicated-group", "0/1"]
+    assert lines[11].split()[:4] == ["(no", "bug)", "active-passive", "0/1"]
     assert (
-        "(1 failed to run)" in lines[7] and lines[8].strip() == "a campaign failed: lab: error: x"
+        "(1 failed to run)" in lines[11] and lines[12].strip() == "a campaign failed: lab: error: x"
     )
 
 
@@ -207,16 +212,6 @@ def test_the_named_scenarios_catch_a_bug_only_where_they_hold_without_it() -> No
         NamedResult(None, "quorum-loss", "J6", "broken", ("lost",)),
     ]
     assert named_summary(named) == "named scenarios caught 1/3 bugs (1/2 held without a bug)"
-
-
-def test_the_page_says_when_where_and_how_it_was_made(tmp_path: Path) -> None:
-    request = DetectionRequest(trials=2, generators=("random", "coverage"), page=tmp_path / "d.md")
-    text = page(request, BEGAN, "vm, 2 cores, load 3.0", CELLS, [], [], "detection: …")
-    assert "- began 2026-11-26 08:00 UTC" in text and "machine: vm, 2 cores" in text
-    assert f"`{command_of(request)}`" in text
-    assert command_of(request).startswith("lab bench detection --budget 600s --trials 2")
-    assert "| a | replicated-group | 1/2, 2.0 min, 4 runs | 2/2, 0.8 min, 4 runs | lost |" in text
-    assert "| b | random | 2 | 12 | no | 9 | 0 | – | – | – |" in text
 
 
 def test_named_runs_and_shrinks_are_read_from_what_the_commands_wrote(tmp_path: Path) -> None:

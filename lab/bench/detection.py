@@ -21,32 +21,34 @@ detection, the shrink), then the headline, e.g.
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import json
 import os
 import re
 import signal
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from types import FrameType
 
 from lab.bench._base import Benchmark, Say
+from lab.bench.detection_canary import read_canary_log
 from lab.bench.detection_jobs import Job, JobPool, Progress
+from lab.bench.detection_pace import pace_line, paces
 from lab.bench.detection_request import DetectionRequest
 from lab.bench.detection_results import (
     CellResult,
     NamedResult,
     ShrinkResult,
     cell_of_campaign,
-    headline,
     named_of_run,
-    named_summary,
     shrink_of,
-    table,
-    to_json,
 )
+from lab.bench.detection_store import Stamp, TrialStore, latest_budget, select
+from lab.bench.detection_table import headline, named_summary, table
+from lab.bench.detection_version import generator_version, lab_commit
 from lab.bench.scratch import ScratchRoot, Tree
 from lab.bench.zoo import Bug, bugs_named, load_zoo
+from lab.ground.errors import UsageError
 from lab.ground.machine import this_machine
 
 __all__ = ["BENCHMARK", "list_zoo", "named_scenarios", "run_detection"]
@@ -82,10 +84,19 @@ def list_zoo(bugs: Sequence[Bug]) -> list[str]:
 class _Detection:
     """One benchmark: its jobs, and what they found."""
 
-    def __init__(self, request: DetectionRequest, root: ScratchRoot, pool: JobPool) -> None:
+    def __init__(
+        self,
+        request: DetectionRequest,
+        root: ScratchRoot,
+        pool: JobPool,
+        store: TrialStore,
+        stamp: Stamp,
+    ) -> None:
         self.request = request
         self.root = root
         self.pool = pool
+        self.store = store
+        self.stamp = stamp
         self.cells: list[CellResult] = []
         self.shrinks: list[ShrinkResult] = []
         self.named: list[NamedResult] = []
@@ -106,6 +117,8 @@ class _Detection:
         if generator != "random":
             args += ["--guide", generator]
         job = Job(f"{name} · {generator} · trial {trial}", tree, tuple(args), 0.0, lambda *a: None)
+        job.canary_log = self.root.path / "canaries" / f"{key}.jsonl"
+        job.canary_log.parent.mkdir(parents=True, exist_ok=True)
 
         def done(code: int, stdout: str, stderr: str) -> None:
             assert job.began is not None
@@ -140,6 +153,7 @@ class _Detection:
                 generator=generator,
                 trial=trial,
                 seed=seed,
+                campaign_dir=out,
             )
         except (OSError, ValueError) as exc:
             said = [x for x in stderr.splitlines() if x.startswith("lab:")]
@@ -155,9 +169,18 @@ class _Detection:
                 None,
                 error=why,
             )
-        if cell.folder is not None:
-            cell = _with_folder(cell, out / cell.folder)
+        seen = read_canary_log(job.canary_log, job.began) if job.canary_log else None
+        cell = replace(
+            cell,
+            folder=str(out / cell.folder) if cell.folder is not None else None,
+            canary=bool(bug and bug.canaries),
+            reached=seen.reached if seen else None,
+            triggered=seen.triggered if seen else None,
+            after_generator=bool(bug and bug.after_generator),
+            campaign_s=round(job.seconds, 2),
+        )
         self.cells.append(cell)
+        self.store.append(cell, self.stamp, bug.digest if bug else None)
         if bug is None:
             return
         self._pending[(bug.name, generator)] -= 1
@@ -179,7 +202,9 @@ class _Detection:
         )
 
         def done(code: int, stdout: str, stderr: str) -> None:
-            self.shrinks.append(shrink_of(bug.name, generator, code, out))
+            shrunk = shrink_of(bug.name, generator, code, out)
+            self.shrinks.append(shrunk)
+            self.store.append(shrunk, self.stamp, bug.digest)
 
         estimate = self.request.shrink_budget_s + _SLACK_S
         self.pool.submit(Job(f"{bug.name} · shrink", tree, args, estimate, done))
@@ -197,14 +222,9 @@ class _Detection:
                     bug.name if bug else None, scenario, label, code, stdout, stderr
                 )
                 self.named.append(found)
+                self.store.append(found, self.stamp, bug.digest if bug else None)
 
             self.pool.submit(Job(f"{name} · {label} {scenario}", tree, args, 120.0, done))
-
-
-def _with_folder(cell: CellResult, folder: Path) -> CellResult:
-    from dataclasses import replace
-
-    return replace(cell, folder=str(folder))
 
 
 def _machine() -> str:
@@ -235,20 +255,67 @@ def run_detection(say: Say, request: DetectionRequest) -> str:
         return _run(say, request)
 
 
+def _stamp(request: DetectionRequest) -> Stamp:
+    from lab.bench.detection_page import command_of
+
+    return Stamp(
+        version=generator_version(),
+        commit=lab_commit(),
+        budget_s=request.budget_s,
+        command=command_of(request),
+        machine=this_machine().describe(),
+    )
+
+
+def page_from_store(say: Say, request: DetectionRequest) -> str:
+    """Write the page from the store's trials of the current generator version (and of the
+    request's budget, or without --budget of the latest stored trial's); its headline."""
+    from lab.bench.detection_page import write_page
+
+    assert request.page is not None
+    zoo = load_zoo()
+    version = generator_version()
+    store = TrialStore(request.store)
+    records = store.read()
+    if request.from_store and not request.budget_set:
+        budget_s = latest_budget(records, version)
+        if budget_s is None:
+            raise UsageError(
+                f"--from-store: no trial of this generator version ({version}) in "
+                f"{store.path}: run `lab bench detection` first"
+            )
+        request = replace(request, budget_s=budget_s)
+    digests = {b.name: b.digest for b in zoo}
+    after = {b.name: b.after_generator for b in zoo}
+    selection = select(records, version, request.budget_s, digests, after)
+    made = write_page(request, selection, zoo, version, _machine())
+    say(
+        f"detection: page {request.page} from {len(selection.cells)} stored trial(s) of "
+        f"generator version {version}, {request.budget_s / 60:g}-min campaigns "
+        f"({selection.left_out_text()})"
+    )
+    return made.last
+
+
 def _run(say: Say, request: DetectionRequest) -> str:
+    if request.from_store:
+        return page_from_store(say, request)
     bugs = bugs_named(load_zoo(), request.bugs)
     designs = sorted({b.design for b in bugs})
-    began = dt.datetime.now(dt.UTC)
+    store = TrialStore(request.store)
+    store.check()
+    stamp = _stamp(request)
     say(
         f"detection: {len(bugs)} bug(s), generators {', '.join(request.generators)}, "
         f"{request.trials} trial(s) of {request.budget_s / 60:g} min, {request.jobs} at once "
-        f"({_machine()})"
+        f"({_machine()}); generator version {stamp.version}, store {store.path}"
     )
     progress = Progress()
     with ScratchRoot() as root:
         trees = {b.name: root.tree(b.name, b) for b in bugs}  # a stale bug stops us here
         clean = root.tree("no-bug") if request.named or request.control else None
-        detection = _Detection(request, root, JobPool(request.jobs, root.path / "logs", progress))
+        pool = JobPool(request.jobs, root.path / "logs", progress)
+        detection = _Detection(request, root, pool, store, stamp)
         for bug in bugs:
             for generator in request.generators:
                 for trial, seed in enumerate(request.seeds(), start=1):
@@ -266,6 +333,8 @@ def _run(say: Say, request: DetectionRequest) -> str:
         detection.pool.run()
     cells = sorted(detection.cells, key=lambda c: (c.bug is None, c.name, c.generator, c.trial))
     lines = table(cells, detection.shrinks, detection.named, request.generators)
+    if cells:
+        lines.append(pace_line(paces(cells, request.generators)))
     if cells and detection.named:
         last = f"{headline(cells, request.generators, request.budget_s)}; "
         last += named_summary(detection.named)
@@ -274,13 +343,7 @@ def _run(say: Say, request: DetectionRequest) -> str:
     else:
         last = f"detection: {named_summary(detection.named)}"
     if request.page is not None:
-        from lab.bench.detection_page import write_page
-
-        write_page(request, began, _machine(), cells, detection.shrinks, detection.named, last)
-        request.page.with_suffix(".json").write_text(
-            json.dumps(to_json(cells, detection.shrinks, detection.named), indent=2) + "\n",
-            encoding="utf-8",
-        )
+        page_from_store(say, request)
     return "\n".join([*lines, last])
 
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import os
+import select
 import signal
 import subprocess
 import sys
@@ -39,11 +41,30 @@ class Job:
     args: tuple[str, ...]
     estimate_s: float  # how long it may take at most (for the time left)
     done: Callable[[int, str, str], None]
+    canary_log: Path | None = None  # where the bug's canaries write (lab.bench.scratch)
     began: dt.datetime | None = None  # UTC, when its command started
     started: float = 0.0  # monotonic
+    seconds: float = 0.0  # from its start to its end, once ended
     proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
     out: Path | None = None
     err: Path | None = None
+
+
+def _wait_any(jobs: list[Job], timeout_s: float) -> None:
+    """Return when one of `jobs` has ended, or after `timeout_s` (a pidfd per process)."""
+    fds = []
+    try:
+        for job in jobs:
+            if job.proc is not None:
+                with contextlib.suppress(OSError):
+                    fds.append(os.pidfd_open(job.proc.pid))
+        if fds:
+            select.select(fds, [], [], timeout_s)
+        else:
+            time.sleep(timeout_s)
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 def _child() -> None:
@@ -96,7 +117,7 @@ class JobPool:
         self.logs.mkdir(parents=True, exist_ok=True)
         job.out = self.logs / f"{self._numbers}.out"
         job.err = self.logs / f"{self._numbers}.err"
-        argv, where = job.tree.lab(*job.args)
+        argv, where = job.tree.lab(*job.args, canary_log=job.canary_log)
         job.began = dt.datetime.now(dt.UTC)
         job.started = time.monotonic()
         with job.out.open("wb") as out, job.err.open("wb") as err:
@@ -132,15 +153,17 @@ class JobPool:
                         continue
                     self.running.remove(job)
                     self.ended += 1
+                    job.seconds = time.monotonic() - job.started
                     out = job.out.read_text(encoding="utf-8", errors="replace")
                     err = job.err.read_text(encoding="utf-8", errors="replace")
-                    minutes = (time.monotonic() - job.started) / 60
+                    minutes = job.seconds / 60
                     job.done(code, out, err)
                     self.progress.finished(
                         f"{job.key}: ended ({code}) in {minutes:.1f} min", self.status()
                     )
                 self.progress.status(self.status())
-                time.sleep(0.5)
+                if not self.queue or len(self.running) >= self.jobs:
+                    _wait_any(self.running, 0.5)  # at once when a job ends: no idle slot
         except BaseException:
             self.stop()
             raise

@@ -2,7 +2,14 @@
 
     lab bench detection [--bugs NAME,…] [--budget 10m] [--trials 3] [--generators random,…]
                         [--jobs N] [--named] [--control] [--seed S] [--shrink-budget 3m]
-                        [--page FILE] [--list]
+                        [--store DIR] [--page FILE] [--list]
+    lab bench detection --from-store --page FILE [--store DIR] [--budget B]
+
+Every trial goes into the store as it ends (lab.bench.detection_store; default
+.lab/bench/detection); a page is made from the store's trials of the current generator
+version and of one budget, and `--from-store` makes it without running anything (the
+budget of the latest stored trial unless --budget says which). A page needs SciPy and
+matplotlib (the `reports` extra), checked before anything starts.
 
 A generator is what draws a campaign's runs: `random` (today's draws) or `coverage` (a
 guided campaign, `lab campaign --guide coverage`). A generator this lab's `lab campaign`
@@ -17,8 +24,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from lab.bench.detection_store import DEFAULT_STORE
 from lab.campaign.plan import parse_budget
 from lab.ground.errors import UsageError
+from lab.ground.extras import STATISTICS, require
 from lab.ground.paths import LAB_ROOT
 
 __all__ = [
@@ -44,8 +53,12 @@ OPTIONS = (
     "seed",
     "shrink_budget",
     "page",
+    "store",
+    "from_store",
     "list_zoo",
 )
+# What --from-store cannot take: they ask for campaigns to run.
+_RUN_ONLY = ("bugs", "trials", "generators", "jobs", "named", "control", "seed", "shrink_budget")
 
 
 @dataclass(frozen=True)
@@ -53,7 +66,9 @@ class DetectionRequest:
     """`bugs` empty: the whole zoo. Trial k (from 1) of every cell runs its campaign with
     seed `seed + k - 1`, for every bug and generator alike. `jobs` campaigns (or named runs,
     or shrinks) at once; `shrink_budget_s` 0: no shrinking; `control`: the same campaigns
-    on the tree without a bug (one per design and generator, trial 1)."""
+    on the tree without a bug (one per design and generator, trial 1). Every result goes
+    into `store`; `from_store`: nothing runs, the page is made from the store (of
+    `budget_s` when `budget_set`, else of the latest stored trial's budget)."""
 
     bugs: tuple[str, ...] = ()
     budget_s: float = 600.0
@@ -65,6 +80,9 @@ class DetectionRequest:
     seed: int = DEFAULT_SEED
     shrink_budget_s: float = 180.0
     page: Path | None = None
+    store: Path = DEFAULT_STORE
+    from_store: bool = False
+    budget_set: bool = False
 
     def seeds(self) -> tuple[int, ...]:
         return tuple(self.seed + k for k in range(self.trials))
@@ -87,7 +105,19 @@ def add_detection_options(group: argparse._ArgumentGroup) -> None:
     )
     group.add_argument("--seed", type=int, help=f"trial 1's campaign seed ({DEFAULT_SEED})")
     group.add_argument("--shrink-budget", help="`lab shrink` budget per found bug (3m; 0: none)")
-    group.add_argument("--page", type=Path, help="also write the results as a page (Markdown)")
+    group.add_argument(
+        "--page",
+        type=Path,
+        help="also write a page (Markdown, with its figures beside) from the store's trials",
+    )
+    group.add_argument(
+        "--store", type=Path, help=f"where every trial is kept (default {DEFAULT_STORE})"
+    )
+    group.add_argument(
+        "--from-store",
+        action="store_true",
+        help="run nothing: make the --page from the trials in the store",
+    )
     group.add_argument(
         "--list", dest="list_zoo", action="store_true", help="print the zoo, one bug a line"
     )
@@ -129,6 +159,10 @@ def detection_request(
     args: argparse.Namespace, campaign_help: str | None = None
 ) -> DetectionRequest:
     """The request from `lab bench detection`'s flags; UsageError for a bad one."""
+    if args.page is not None:
+        require(STATISTICS, "lab bench detection --page")
+    if args.from_store:
+        return _from_store(args)
     generators = _names(args.generators) or ("random",)
     if any(name != "random" for name in generators) and campaign_help is None:
         campaign_help = guides_offered()
@@ -153,4 +187,23 @@ def detection_request(
         seed=DEFAULT_SEED if args.seed is None else args.seed,
         shrink_budget_s=0.0 if shrink == "0" else parse_budget(shrink),
         page=args.page,
+        store=args.store or DEFAULT_STORE,
+        budget_set=args.budget is not None,
+    )
+
+
+def _from_store(args: argparse.Namespace) -> DetectionRequest:
+    if args.page is None:
+        raise UsageError("--from-store makes a page: give --page FILE")
+    for name in _RUN_ONLY:
+        if getattr(args, name) not in (None, False):
+            flag = "--" + name.replace("_", "-")
+            raise UsageError(f"--from-store runs nothing: {flag} asks for campaigns")
+    return DetectionRequest(
+        budget_s=parse_budget(args.budget or "10m"),
+        trials=0,
+        page=args.page,
+        store=args.store or DEFAULT_STORE,
+        from_store=True,
+        budget_set=args.budget is not None,
     )

@@ -1,36 +1,35 @@
 """What the detection benchmark measured, read from what its commands wrote (campaign.json,
-shrink.json, result.json), and its table and headline.
+the runs' schedule.jsonl, shrink.json, result.json).
 
-    CellResult      one campaign: a bug (None: the tree without one) × generator × trial
-    ShrinkResult    `lab shrink` on a cell's first broken run
+    CellResult      one trial: a campaign against a bug (None: the tree without one) by one
+                    generator, its trial number and campaign seed; found or not, when, after
+                    how many runs and faults, and when its canaries first saw the bug
+    ShrinkResult    `lab shrink` on a bug's first broken run
     NamedResult     one named scenario (J1 … C8) run once against a bug
-    table(...)      the lines a terminal shows; headline(...) the last one
 
-A campaign finds its bug at its first broken run; time to detection is from the moment the
-campaign command started to the end of that run, in minutes of wall time.
+A campaign finds its bug at its first broken run; every time of a trial is in minutes from
+the moment the campaign command started (wall time): its detection at the end of that run,
+its `reached` and `triggered` at the first canary line of each kind (lab.bench.detection_canary).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
-import statistics
-from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "NO_BUG",
     "CellResult",
     "NamedResult",
     "ShrinkResult",
     "cell_of_campaign",
-    "headline",
-    "median_minutes",
+    "faults_applied",
     "named_of_run",
-    "named_summary",
     "shrink_of",
-    "table",
 ]
 
 NO_BUG = "(no bug)"
@@ -52,6 +51,14 @@ class CellResult:
     run_seed: int | None = None  # its seed: `lab run random --seed N` on the mutated tree
     unknown: int = 0  # runs whose verdict was unknown (counted, never taken for a finding)
     error: str | None = None  # the campaign itself failed
+    canary: bool = False  # the bug has canaries: `reached` and `triggered` mean something
+    reached: float | None = None  # minutes to the first canary line "reached"
+    triggered: float | None = None  # minutes to the first canary line "triggered"
+    after_generator: bool = False  # the bug was written after the generator was settled
+    campaign_s: float | None = None  # the campaign command's wall time, start to end
+    run_s: float = 0.0  # the runs' own seconds (those counted in `runs`)
+    faults: int = 0  # faults applied in those runs (their schedule.jsonl)
+    first_run_s: float | None = None  # from the command's start to its first run's start
 
     @property
     def name(self) -> str:
@@ -103,6 +110,42 @@ def _when(stamp: str) -> dt.datetime:
     return dt.datetime.strptime(stamp, _STAMP).replace(tzinfo=dt.UTC)
 
 
+def faults_applied(run_folder: Path) -> int:
+    """The faults a run applied: the `applied` lines of its schedule.jsonl that started a
+    fault and worked (0 when the run left no schedule)."""
+    try:
+        text = (run_folder / "schedule.jsonl").read_text(encoding="utf-8")
+    except OSError:
+        return 0
+    count = 0
+    for line in text.splitlines():
+        try:
+            op = json.loads(line)
+        except ValueError:
+            continue
+        if op.get("phase") == "applied" and op.get("action") == "start" and op.get("ok"):
+            count += 1
+    return count
+
+
+def _counted(
+    fresh: Sequence[dict[str, Any]], began: dt.datetime, campaign_dir: Path | None
+) -> dict[str, Any]:
+    """What the runs of a trial add up to: their seconds, faults and the first one's start."""
+    faults = 0
+    if campaign_dir is not None:
+        faults = sum(faults_applied(campaign_dir / r["folder"]) for r in fresh if r.get("folder"))
+    first = None
+    if fresh and fresh[0].get("started"):
+        first = round((_when(str(fresh[0]["started"])) - began).total_seconds(), 2)
+    return {
+        "run_s": round(sum(float(r.get("seconds", 0.0)) for r in fresh), 2),
+        "faults": faults,
+        "first_run_s": first,
+        "unknown": sum(r.get("verdict") == "unknown" for r in fresh),
+    }
+
+
 def cell_of_campaign(
     campaign: dict[str, Any],
     began: dt.datetime,
@@ -112,11 +155,12 @@ def cell_of_campaign(
     generator: str,
     trial: int,
     seed: int,
+    campaign_dir: Path | None = None,
 ) -> CellResult:
-    """The cell's result from its campaign.json; `began` when its command started (UTC)."""
+    """The trial's result from its campaign.json; `began` when its command started (UTC);
+    with `campaign_dir` the faults its runs applied are counted from their run folders."""
     fresh = [r for r in campaign.get("runs", ()) if r.get("kind") != "replay"]
     fresh.sort(key=lambda r: int(r["number"]))
-    unknown = sum(r.get("verdict") == "unknown" for r in fresh)
     for count, record in enumerate(fresh, start=1):
         if record.get("verdict") != "broken":
             continue
@@ -133,9 +177,19 @@ def cell_of_campaign(
             kinds=tuple(str(k) for k in record.get("violations", ())),
             folder=record.get("folder"),
             run_seed=int(record["seed"]),
-            unknown=sum(r.get("verdict") == "unknown" for r in fresh[:count]),
+            **_counted(fresh[:count], began, campaign_dir),
         )
-    return CellResult(bug, design, generator, trial, seed, False, len(fresh), None, unknown=unknown)
+    return CellResult(
+        bug,
+        design,
+        generator,
+        trial,
+        seed,
+        False,
+        len(fresh),
+        None,
+        **_counted(fresh, began, campaign_dir),
+    )
 
 
 def shrink_of(bug: str, generator: str, returncode: int, out: Path) -> ShrinkResult:
@@ -174,121 +228,3 @@ def named_of_run(
     started = any(line.startswith("run folder:") for line in said)
     verdict = "refused" if returncode == 2 and not started else "error"
     return NamedResult(bug, scenario, label, verdict, reason=reason)
-
-
-def median_minutes(cells: Iterable[CellResult]) -> float | None:
-    found = [c.minutes for c in cells if c.found and c.minutes is not None]
-    return round(statistics.median(found), 2) if found else None
-
-
-def _bugs_found(cells: Sequence[CellResult], generator: str) -> tuple[int, int]:
-    """(bugs found in at least one trial, bugs) for `generator`, the control left out."""
-    by_bug: dict[str, bool] = {}
-    for c in cells:
-        if c.bug is not None and c.generator == generator:
-            by_bug[c.bug] = by_bug.get(c.bug, False) or c.found
-    return sum(by_bug.values()), len(by_bug)
-
-
-def headline(cells: Sequence[CellResult], generators: Sequence[str], budget_s: float) -> str:
-    """`detection: random 7/12 found, median 3.1 min; coverage 12/12, median 1.2 min (2.6x)`:
-    per generator the bugs found in at least one trial and the median time to detection
-    over the trials that found one; the ratio is the first generator's median over each
-    other's (how many times faster that one found its bugs)."""
-    parts: list[str] = []
-    first = median_minutes(c for c in cells if c.bug and c.generator == generators[0])
-    for i, generator in enumerate(generators):
-        found, total = _bugs_found(cells, generator)
-        median = median_minutes(c for c in cells if c.bug and c.generator == generator)
-        shown = "none found" if median is None else f"median {median:.1f} min"
-        part = f"{generator} {found}/{total}{' found' if i == 0 else ''}, {shown}"
-        if i and median and first:
-            part += f" ({first / median:.1f}x)"
-        parts.append(part)
-    trials = max((c.trial for c in cells), default=0)
-    return (
-        f"detection: {'; '.join(parts)} (campaigns of {budget_s / 60:g} min, "
-        f"{trials} trial{'s' if trials != 1 else ''} each)"
-    )
-
-
-def named_summary(named: Sequence[NamedResult]) -> str:
-    """How many bugs the named scenarios caught: a bug is caught when a scenario fails with it
-    that held on the tree without a bug (a scenario failing there too catches nothing)."""
-    clean_held = {n.scenario for n in named if n.bug is None and n.verdict == "held"}
-    clean = [n for n in named if n.bug is None]
-    bugs = {n.bug for n in named if n.bug is not None}
-    caught = {n.bug for n in named if n.bug and n.failed and n.scenario in clean_held}
-    return (
-        f"named scenarios caught {len(caught)}/{len(bugs)} bugs "
-        f"({len(clean_held)}/{len(clean)} held without a bug)"
-    )
-
-
-def _cell_text(cells: list[CellResult], shrink: ShrinkResult | None) -> str:
-    found = [c for c in cells if c.found]
-    errors = [c for c in cells if c.error]
-    text = f"{len(found)}/{len(cells)}"
-    median = median_minutes(found)
-    if median is not None:
-        runs = statistics.median(c.runs for c in found)
-        text += f" {median:.1f} min {runs:g} runs"
-    else:
-        text += f" ({sum(c.runs for c in cells)} runs)"
-    if errors:
-        text += f" ({len(errors)} failed to run)"
-    if shrink is not None:
-        text += f", {shrink.shown()}"
-    return text
-
-
-def table(
-    cells: Sequence[CellResult],
-    shrinks: Sequence[ShrinkResult],
-    named: Sequence[NamedResult],
-    generators: Sequence[str],
-) -> list[str]:
-    """bug × generator (found k/trials, median minutes and runs to detection, the shrink),
-    the kinds seen, and with named runs which scenarios failed with the bug."""
-    rows = list(dict.fromkeys([*(c.row for c in cells), *(n.row for n in named)]))
-    width = max([len(name) for name, _ in rows] + [3])
-    lines = [f"{'bug':<{width}}  {'design':<16}  " + "  ".join(f"{g:<34}" for g in generators)]
-    for row in rows:
-        name, design = row
-        texts = []
-        for generator in generators:
-            mine = [c for c in cells if c.row == row and c.generator == generator]
-            shrink = next((s for s in shrinks if s.bug == name and s.generator == generator), None)
-            texts.append(f"{_cell_text(mine, shrink) if mine else '-':<34}")
-        lines.append(f"{name:<{width}}  {design:<16}  " + "  ".join(texts))
-        kinds = sorted({k for c in cells if c.row == row and c.found for k in c.kinds})
-        if kinds:
-            lines.append(f"{'':<{width}}  kinds seen: {', '.join(kinds)}")
-        for error in sorted({c.error for c in cells if c.row == row and c.error}):
-            lines.append(f"{'':<{width}}  a campaign failed: {error}")
-        mine_named = [n for n in named if n.row == row]
-        if mine_named:
-            failed = [
-                f"{n.label} {n.scenario} ({', '.join(n.kinds) or n.verdict})"
-                for n in mine_named
-                if n.failed
-            ]
-            odd = [
-                f"{n.label} {n.verdict}" for n in mine_named if n.verdict in ("refused", "error")
-            ]
-            lines.append(
-                f"{'':<{width}}  named: {len(failed)}/{len(mine_named)} fail"
-                + (f": {'; '.join(failed)}" if failed else "")
-                + (f" [{'; '.join(odd)}]" if odd else "")
-            )
-    return lines
-
-
-def to_json(
-    cells: Sequence[CellResult], shrinks: Sequence[ShrinkResult], named: Sequence[NamedResult]
-) -> dict[str, Any]:
-    return {
-        "cells": [{k: v for k, v in asdict(c).items() if k != "folder"} for c in cells],
-        "shrinks": [asdict(s) for s in shrinks],
-        "named": [asdict(n) for n in named],
-    }

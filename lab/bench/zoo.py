@@ -12,6 +12,8 @@ is a fixed schedule (`lab run --spec`) under which the mutated tree shows it.
     document = "…"                          # which document and section
     expect = ["lost"]                       # violation kinds its incident shows (any of them)
     cheap = true                            # its incident runs in the default test suite
+    after_generator = false                 # written after the generator's rules were
+                                            # settled (the benchmark's second set)
     [[replace]]
     file = "broker_ref/self_elected.py"     # relative to the tree
     old = '''…'''                           # exactly once in the file
@@ -27,6 +29,8 @@ is a fixed schedule (`lab run --spec`) under which the mutated tree shows it.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,7 +45,18 @@ __all__ = ["CANARY_MODULE", "ZOO_DIR", "Bug", "Replacement", "bugs_named", "load
 
 ZOO_DIR = LAB_ROOT / "zoo"
 _FIELDS = frozenset(
-    {"name", "design", "breaks", "claim", "document", "expect", "cheap", "replace", "canary"}
+    {
+        "name",
+        "design",
+        "breaks",
+        "claim",
+        "document",
+        "expect",
+        "cheap",
+        "after_generator",
+        "replace",
+        "canary",
+    }
 )
 CANARY_MODULE = ZOO_DIR / "canary.py"  # written into each scratch copy as zoo_canary.py
 _TEXTS = ("breaks", "claim", "document")
@@ -68,6 +83,16 @@ class Bug:
     # Applied after `replacements`: the calls of zoo_canary that say when the bug's code was
     # reached and when it triggered (zoo/canary.py); never part of the bug itself.
     canaries: tuple[Replacement, ...] = ()
+    # Written after the generator's rules were settled: the set of bugs no generator could be
+    # tuned to, which the benchmark reports apart from the others.
+    after_generator: bool = False
+
+    @property
+    def digest(self) -> str:
+        """A short hash of the bug itself (its replacements, not its canaries): a stored
+        trial of a bug whose code has changed since is a trial of another bug."""
+        text = json.dumps([[r.file, r.old, r.new] for r in self.replacements])
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
 
     @property
     def incident(self) -> Path:
@@ -120,6 +145,9 @@ def parse_bug(raw: Mapping[str, Any], source: Path) -> Bug:
     cheap = raw.get("cheap", False)
     if not isinstance(cheap, bool):
         raise InputError(f"{where}: 'cheap' must be true or false, not {cheap!r}")
+    after = raw.get("after_generator", False)
+    if not isinstance(after, bool):
+        raise InputError(f"{where}: 'after_generator' must be true or false, not {after!r}")
     entries = raw.get("replace")
     if not isinstance(entries, list) or not entries:
         raise InputError(f"{where}: give at least one [[replace]] table")
@@ -140,6 +168,7 @@ def parse_bug(raw: Mapping[str, Any], source: Path) -> Bug:
         replacements=replacements,
         source=source,
         canaries=canaries,
+        after_generator=after,
         **texts,
     )
 

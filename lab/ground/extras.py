@@ -1,7 +1,8 @@
 """The lab's optional package sets (pyproject.toml's extras): what each enables, whether this
 environment has it, and the one-line refusal when a command needs one that is missing.
 
-    reports   PySpark, DuckDB, matplotlib   `lab report`, a campaign's report, timeline charts
+    reports   PySpark, DuckDB, matplotlib,  `lab report`, a campaign's report, timeline charts,
+              SciPy                         the detection benchmark's statistics (STATISTICS)
     docker    the Docker SDK, testcontainers   `--backend docker`, `lab images`
     hosts     AsyncSSH                      `--backend ssh`
 
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 
 from lab.ground.errors import SetupError
 
-__all__ = ["DOCKER", "EXTRAS", "HOSTS", "REPORTS", "Extra", "require"]
+__all__ = ["DOCKER", "EXTRAS", "HOSTS", "REPORTS", "STATISTICS", "Extra", "require"]
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,12 @@ REPORTS = Extra(
     "reports",
     ("pyspark", "duckdb", "matplotlib"),
     "Spark reports (`lab report`, campaigns' reports)",
+)
+# The part of `reports` the detection benchmark's page needs (its survival curve and tests).
+STATISTICS = Extra(
+    "reports",
+    ("scipy", "matplotlib"),
+    "the detection benchmark's page (`lab bench detection --page`): statistics, survival curve",
 )
 DOCKER = Extra("docker", ("docker", "testcontainers"), "the Docker backend (`--backend docker`)")
 HOSTS = Extra("hosts", ("asyncssh",), "the hosts backend (`--backend ssh`)")
