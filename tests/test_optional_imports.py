@@ -15,7 +15,7 @@ import pytest
 from checker_helpers import drained, got, sent, write_history
 
 ROOT = Path(__file__).resolve().parent.parent
-OPTIONAL = ("asyncssh", "docker", "testcontainers", "pyspark", "matplotlib", "duckdb")
+OPTIONAL = ("asyncssh", "docker", "testcontainers", "pyspark", "matplotlib", "duckdb", "scipy")
 
 
 def _lab_without_optional(
@@ -66,8 +66,14 @@ def test_the_blocker_itself_refuses_an_import(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "args",
-    [("list",), ("run", "--help"), ("doctor",), ("campaign", "--help")],
-    ids=["list", "run-help", "doctor", "campaign-help"],
+    [
+        ("list",),
+        ("run", "--help"),
+        ("doctor",),
+        ("campaign", "--help"),
+        ("bench", "detection", "--list"),
+    ],
+    ids=["list", "run-help", "doctor", "campaign-help", "detection-list"],
 )
 def test_commands_of_a_first_run_need_no_optional_package(
     args: tuple[str, ...], tmp_path: Path
@@ -93,8 +99,10 @@ def test_checking_a_history_needs_no_optional_package(tmp_path: Path) -> None:
     [
         (("run", "single-node-crash", "--backend", "docker"), "docker"),
         (("report", "RUNS", "--out", "OUT"), "reports"),
+        (("bench", "detection", "--trials", "1", "--page", "p.md"), "reports"),
+        (("bench", "detection", "--from-store", "--page", "p.md"), "reports"),
     ],
-    ids=["docker-backend", "report"],
+    ids=["docker-backend", "report", "detection-page", "detection-from-store"],
 )
 def test_a_command_that_needs_a_missing_package_says_so_in_one_line(
     args: tuple[str, ...], extra: str, tmp_path: Path

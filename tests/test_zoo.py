@@ -106,6 +106,7 @@ GOOD = {
         ({"claim": ""}, "'claim' must be a non-empty text"),
         ({"expect": []}, "'expect' must list the violation kinds"),
         ({"cheap": "yes"}, "'cheap' must be true or false"),
+        ({"after_generator": 1}, "'after_generator' must be true or false, not 1"),
         ({"replace": []}, "give at least one [[replace]] table"),
         ({"replace": [{"file": "../x.py", "old": "a", "new": "b"}]}, "must be a path inside"),
         ({"replace": [{"file": "a.py", "old": "a", "new": "a"}]}, "nothing would change"),
@@ -118,6 +119,18 @@ def test_a_bad_bug_file_is_refused_naming_the_field(
     with pytest.raises(InputError) as raised:
         parse_bug({**GOOD, **change}, Path("zoo/x.toml"))
     assert str(raised.value).startswith("zoo/x.toml") and message in str(raised.value)
+
+
+def test_a_bug_written_after_the_generator_says_so_and_its_digest_is_its_code() -> None:
+    plain = parse_bug(GOOD, Path("zoo/x.toml"))
+    later = parse_bug({**GOOD, "after_generator": True}, Path("zoo/x.toml"))
+    assert (plain.after_generator, later.after_generator) == (False, True)
+    assert plain.digest == later.digest  # the same code
+    canaried = {**GOOD, "canary": [{"file": "broker_ref/a.py", "old": "b", "new": "c"}]}
+    assert parse_bug(canaried, Path("zoo/x.toml")).digest == plain.digest
+    changed = {**GOOD, "replace": [{"file": "broker_ref/a.py", "old": "a", "new": "B"}]}
+    assert parse_bug(changed, Path("zoo/x.toml")).digest != plain.digest
+    assert len({b.digest for b in BUGS}) == len(BUGS)
 
 
 def test_a_bug_file_without_its_incident_or_unreadable_is_refused(tmp_path: Path) -> None:

@@ -334,7 +334,7 @@ def _run(say: Say, request: DetectionRequest) -> str:
     cells = sorted(detection.cells, key=lambda c: (c.bug is None, c.name, c.generator, c.trial))
     lines = table(cells, detection.shrinks, detection.named, request.generators)
     if cells:
-        lines.append(pace_line(paces(cells, request.generators)))
+        lines.append(pace_line(paces(cells, request.generators, request.budget_s)))
     if cells and detection.named:
         last = f"{headline(cells, request.generators, request.budget_s)}; "
         last += named_summary(detection.named)

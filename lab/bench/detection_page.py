@@ -241,7 +241,7 @@ def make_page(
     if named:
         last += f"; {named_summary(named)}"
     found_targets = targets(cells, named, zoo, budget_s)
-    found_paces = paces(cells, generators)
+    found_paces = paces(cells, generators, budget_s)
     curves = [survival(cells, g, budget_s) for g in generators]
     comparisons = [compare(cells, generators[0], g, budget_s) for g in generators[1:]]
     commands = "; ".join(f"`{c}`" for c in selection.commands) or "–"
@@ -254,8 +254,8 @@ def make_page(
         f"- trials stored {selection.first or '–'} to {selection.last or '–'} by {commands}",
         f"- machines: {'; '.join(selection.machines) or '–'}",
         f"- generator version {version}; the lab's commits: {', '.join(selection.commits) or '–'}",
-        f"- the store ({request.store}): {len(cells)} trials of this version and a budget of "
-        f"{budget_s / 60:g} min counted; {selection.left_out_text()}",
+        f"- the store ({request.store}): {len(cells)} trial(s) of this version and a budget "
+        f"of {budget_s / 60:g} min counted; {selection.left_out_text()}",
         "",
         f"**{last}**",
         "",

@@ -47,17 +47,21 @@ def pace_lines(found: Sequence[Pace]) -> list[str]:
         "",
         "Per generator over its campaigns: runs and faults applied (from the runs' "
         "`schedule.jsonl`) per minute of campaign, the share of the campaigns' time spent in "
-        "runs (the rest is a campaign's start, the gaps between its runs and its end: idle), "
-        "and the median seconds from a campaign's start to its first run.",
+        "runs, and where the rest went (idle): from a campaign's start to its first run "
+        "(median), between one run's end and the next one's start (mean), from its last run "
+        "to its end (median), and the budget a campaign that found nothing left unused "
+        "(median: it starts no run that would not fit in what is left).",
         "",
-        "| generator | campaigns | runs | runs/min | faults | faults/min | in runs | first run |",
-        "|---|---|---|---|---|---|---|---|",
+        "| generator | campaigns | runs | runs/min | faults | faults/min | in runs | start | "
+        "between runs | end | budget unused |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for p in found:
-        start = _num(p.start_s, 0, " s")
         lines.append(
             f"| {p.generator} | {p.campaigns} | {p.runs} | {p.runs_per_min:.2f} | {p.faults} | "
-            f"{p.faults_per_min:.1f} | {p.busy:.0%} | {start} |"
+            f"{p.faults_per_min:.1f} | {p.busy:.0%} | {_num(p.start_s, 1, ' s')} | "
+            f"{_num(p.gap_s, 1, ' s')} | {_num(p.end_s, 1, ' s')} | "
+            f"{_num(p.unused_s, 0, ' s')} |"
         )
     return [*lines, ""]
 

@@ -15,6 +15,7 @@ its `reached` and `triggered` at the first canary line of each kind (lab.bench.d
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -59,6 +60,14 @@ class CellResult:
     run_s: float = 0.0  # the runs' own seconds (those counted in `runs`)
     faults: int = 0  # faults applied in those runs (their schedule.jsonl)
     first_run_s: float | None = None  # from the command's start to its first run's start
+    gaps_s: float = 0.0  # between those runs: from one's end to the next one's start
+
+    @property
+    def end_s(self) -> float | None:
+        """From the end of its last run counted to the end of the campaign command."""
+        if self.campaign_s is None or self.first_run_s is None:
+            return None
+        return max(0.0, self.campaign_s - self.first_run_s - self.run_s - self.gaps_s)
 
     @property
     def name(self) -> str:
@@ -138,7 +147,13 @@ def _counted(
     first = None
     if fresh and fresh[0].get("started"):
         first = round((_when(str(fresh[0]["started"])) - began).total_seconds(), 2)
+    gaps = 0.0
+    for one, then in itertools.pairwise(fresh):
+        if one.get("started") and then.get("started"):
+            ended = _when(str(one["started"])) + dt.timedelta(seconds=float(one["seconds"]))
+            gaps += max(0.0, (_when(str(then["started"])) - ended).total_seconds())
     return {
+        "gaps_s": round(gaps, 2),
         "run_s": round(sum(float(r.get("seconds", 0.0)) for r in fresh), 2),
         "faults": faults,
         "first_run_s": first,
