@@ -50,7 +50,7 @@ SELECTION = Selection(
     shrinks=(ShrinkResult("early", "coverage", "shrunk", (30, 4), (18.0, 6.0), 5),),
     named=(
         NamedResult("early", "master-failure", "J1", "broken", ("lost",)),
-        NamedResult("early", "quorum-loss", "J6", "held"),
+        NamedResult("early", "quorum-loss", "J6", "held", reached=True, triggered=True),
         NamedResult(None, "master-failure", "J1", "held"),
     ),
     left_out={"trial(s) of another generator version (g-old)": 3},
@@ -118,7 +118,7 @@ def test_the_page_shows_targets_throughput_survival_comparison_and_trials() -> N
         "| – | – |"
     ) in text
     assert "| late | random | 1 | 11 | no | 9 | 12 | 0 | – | – | – | no canary | – | – |" in text
-    assert "| early | **broken** (lost) | held |" in text
+    assert "| early | **broken** (lost) | held · triggered |" in text  # the checker's miss
 
 
 def test_write_page_puts_the_image_and_the_figures_beside_it(tmp_path: Path) -> None:

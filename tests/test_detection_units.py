@@ -168,7 +168,7 @@ def test_the_table_shows_each_bug_by_generator_with_its_stages_shrink_and_named_
     shrinks = [ShrinkResult("a", "random", "shrunk", (40, 6), (18.0, 7.5), 9)]
     named = [
         NamedResult("a", "master-failure", "J1", "broken", ("lost",)),
-        NamedResult("a", "quorum-loss", "J6", "held"),
+        NamedResult("a", "quorum-loss", "J6", "held", reached=True, triggered=True),
         NamedResult("a", "disk-full", "J12", "refused", reason="needs root"),
     ]
     lines = table(CELLS, shrinks, named, ("random", "coverage"))
@@ -184,7 +184,11 @@ def test_the_table_shows_each_bug_by_generator_with_its_stages_shrink_and_named_
         "coverage: reached 2/2 (0.2 min), triggered 2/2 (0.4 min), detected 2/2 (0.8 min)"
     )
     assert lines[4].strip() == "kinds seen: lost"
-    assert lines[5].strip() == "named: 1/3 fail: J1 master-failure (lost) [J12 refused]"
+    assert lines[5].strip() == (
+        "named: 1/3 fail: J1 master-failure (lost) [J12 refused]; held though triggered: J6"
+    )
+    assert (named[1].stage, named[0].stage) == (" · triggered", "")
+    assert NamedResult("a", "x", "J2", "held", reached=True, triggered=False).stage == " · reached"
     assert lines[6].split()[:3] == ["b", "replicated-group", "0/2"] and "(18 runs)" in lines[6]
     assert lines[7].strip() == (
         "random: reached 2/2 (0.5 min), triggered 0/2, detected 0/2; "

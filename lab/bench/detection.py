@@ -215,16 +215,35 @@ class _Detection:
             runs = self.root.path / "named" / name
             args = ("run", scenario, "--seed", str(NAMED_SEED), "--runs-dir", str(runs))
 
+            log = self.root.path / "canaries" / f"{name}-{label}.jsonl"
+            job = Job(f"{name} · {label} {scenario}", tree, args, 120.0, lambda *a: None)
+            if bug is not None and bug.canaries:
+                log.parent.mkdir(parents=True, exist_ok=True)
+                job.canary_log = log
+
             def done(
-                code: int, stdout: str, stderr: str, label: str = label, scenario: str = scenario
+                code: int,
+                stdout: str,
+                stderr: str,
+                label: str = label,
+                scenario: str = scenario,
+                job: Job = job,
             ) -> None:
                 found = named_of_run(
                     bug.name if bug else None, scenario, label, code, stdout, stderr
                 )
+                if job.canary_log is not None and job.began is not None:
+                    seen = read_canary_log(job.canary_log, job.began)
+                    found = replace(
+                        found,
+                        reached=seen.reached is not None,
+                        triggered=seen.triggered is not None,
+                    )
                 self.named.append(found)
                 self.store.append(found, self.stamp, bug.digest if bug else None)
 
-            self.pool.submit(Job(f"{name} · {label} {scenario}", tree, args, 120.0, done))
+            job.done = done
+            self.pool.submit(job)
 
 
 def _machine() -> str:

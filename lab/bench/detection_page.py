@@ -185,7 +185,14 @@ def _trials(cells: Sequence[CellResult]) -> list[str]:
 def _named(named: Sequence[NamedResult]) -> list[str]:
     """One table per design: bugs down, named scenarios across; a failing one shows its
     violation kinds."""
-    out = ["## The named scenarios against each bug (seed 1)", ""]
+    out = [
+        "## The named scenarios against each bug (seed 1)",
+        "",
+        "Each run's verdict and, for a bug with canaries, how far it got: `triggered` (a held "
+        "run that triggered the bug is a miss of the checker or the prediction), `reached`, "
+        "`not reached`.",
+        "",
+    ]
     for letter in ("J", "C"):  # the replicated group's, then the active-passive cluster's
         results = [n for n in named if n.label.startswith(letter)]
         if not results:
@@ -203,11 +210,11 @@ def _named(named: Sequence[NamedResult]) -> list[str]:
                 if hit is None:
                     cells.append("–")
                 elif hit.failed:
-                    cells.append(f"**{hit.verdict}** ({', '.join(hit.kinds)})")
+                    cells.append(f"**{hit.verdict}** ({', '.join(hit.kinds)}){hit.stage}")
                 elif hit.reason:
                     cells.append(f"{hit.verdict}: {hit.reason}")
                 else:
-                    cells.append(hit.verdict)
+                    cells.append(f"{hit.verdict}{hit.stage}")
             out.append(f"| {row} | " + " | ".join(cells) + " |")
         out.append("")
     return out

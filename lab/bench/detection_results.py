@@ -103,6 +103,18 @@ class NamedResult:
     verdict: str  # held | broken | unknown | refused | error
     kinds: tuple[str, ...] = ()
     reason: str | None = None  # why it was refused or failed to run
+    reached: bool | None = None  # its canaries said `reached` (None: the bug has none)
+    triggered: bool | None = None
+
+    @property
+    def stage(self) -> str:
+        """` · triggered`, ` · reached` or ` · not reached` after its verdict ("" without
+        canaries): a held run that triggered the bug is the checker's miss."""
+        if self.reached is None and self.triggered is None:
+            return ""
+        if self.triggered:
+            return " · triggered"
+        return " · reached" if self.reached else " · not reached"
 
     @property
     def failed(self) -> bool:

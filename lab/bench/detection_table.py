@@ -157,6 +157,7 @@ def _rows(
                 for n in mine_named
                 if n.failed
             ]
+            unseen = [n.label for n in mine_named if not n.failed and n.triggered]
             odd = [
                 f"{n.label} {n.verdict}" for n in mine_named if n.verdict in ("refused", "error")
             ]
@@ -164,6 +165,7 @@ def _rows(
                 f"{'':<{width}}  named: {len(failed)}/{len(mine_named)} fail"
                 + (f": {'; '.join(failed)}" if failed else "")
                 + (f" [{'; '.join(odd)}]" if odd else "")
+                + (f"; held though triggered: {', '.join(unseen)}" if unseen else "")
             )
     return lines
 
