@@ -12,8 +12,14 @@ scenario that fails anyway is seen as such; `--control` runs the same campaigns 
 without a bug. The product's tree is never changed: the copies live in a scratch root that
 is removed at the end (and by the next `lab` command if the benchmark was killed).
 
+Each campaign (and each named run against a bug) has a canary log of its own, from which its
+trial reads when the bug was first reached and triggered (lab.bench.detection_canary). Every
+trial, shrink and named run is appended to the store as it ends (lab.bench.detection_store),
+stamped with the generator's version; `--page` is made from the store's trials of that
+version (lab.bench.detection_page), and `--from-store` makes it without running anything.
+
 The figure: the table bug × generator (found k/trials, median minutes and runs to
-detection, the shrink), then the headline, e.g.
+detection, the shrink, reached / triggered / detected), the throughput, then the headline, e.g.
 
     detection: random 7/13 found, median 3.1 min; coverage 12/13, median 1.2 min (2.6x) (…)
 """
