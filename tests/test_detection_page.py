@@ -152,3 +152,14 @@ def test_the_page_names_the_generators_and_the_command_that_made_it() -> None:
     assert command_of(from_store) == (
         "lab bench detection --from-store --store s --budget 600s --page p.md"
     )
+
+
+def test_a_page_of_named_runs_alone_draws_no_curve_and_says_what_the_named_caught(
+    tmp_path: Path,
+) -> None:
+    named_only = Selection(cells=(), shrinks=(), named=SELECTION.named)
+    request = DetectionRequest(trials=0, page=tmp_path / "d.md", from_store=True)
+    made = write_page(request, named_only, ZOO, "g-new", "vm")  # warnings are errors here
+    assert made.last == "detection: named scenarios caught 1/1 bugs (1/1 held without a bug)"
+    assert (tmp_path / "d-survival.svg").is_file()
+    assert "| early | **broken** (lost) | held · triggered |" in made.text

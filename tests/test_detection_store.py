@@ -177,6 +177,21 @@ def test_from_store_refuses_what_would_run_campaigns(
     assert done.stderr.splitlines() == [f"lab: error: {message}"]
 
 
+def test_from_store_with_no_trial_of_the_budget_asked_says_so(tmp_path: Path) -> None:
+    store = TrialStore(tmp_path / "store")
+    stamp = replace(STAMP, version=generator_version(), budget_s=120.0)
+    store.append(trial(None, "random", 1, None), stamp, None)
+    done = run_lab(
+        *("bench", "detection", "--from-store", "--store", str(tmp_path / "store")),
+        *("--page", str(tmp_path / "p.md"), "--budget", "5m"),
+        cwd=tmp_path,
+    )
+    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1
+    assert "with 5-min campaigns" in done.stderr
+    assert "(1 left out: 1 trial(s) of another budget (2 min))" in done.stderr
+    assert not (tmp_path / "p.md").exists()
+
+
 def test_from_store_with_no_trial_of_this_version_says_so(tmp_path: Path) -> None:
     done = run_lab(
         *("bench", "detection", "--from-store", "--store", str(tmp_path / "empty")),

@@ -313,6 +313,12 @@ def page_from_store(say: Say, request: DetectionRequest) -> str:
     digests = {b.name: b.digest for b in zoo}
     after = {b.name: b.after_generator for b in zoo}
     selection = select(records, version, request.budget_s, digests, after)
+    if request.from_store and not selection.cells and not selection.named:
+        raise UsageError(
+            f"--from-store: no trial of generator version {version} with "
+            f"{request.budget_s / 60:g}-min campaigns in {store.path} "
+            f"({selection.left_out_text()})"
+        )
     made = write_page(request, selection, zoo, version, _machine())
     say(
         f"detection: page {request.page} from {len(selection.cells)} stored trial(s) of "

@@ -43,7 +43,8 @@ def write_survival_figure(curves: Sequence[Survival], path: Path) -> None:
         ax.set_ylabel("trials not yet detected")
         ax.set_title("Time to first detection (Kaplan–Meier, censored at the budget)")
         ax.grid(True, alpha=0.3)
-        ax.legend(loc="lower left")
+        if curves:
+            ax.legend(loc="lower left")
         fig.tight_layout()
         path.parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(path, format="svg", metadata={"Date": None})

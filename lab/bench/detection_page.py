@@ -244,9 +244,9 @@ def make_page(
     cells, named = list(selection.cells), list(selection.named)
     generators = _generators(request, cells)
     budget_s = request.budget_s
-    last = headline(cells, generators, budget_s) if cells else "detection: no trial stored"
-    if named:
-        last += f"; {named_summary(named)}"
+    parts = [headline(cells, generators, budget_s)] if cells else []
+    parts += [named_summary(named)] if named else []
+    last = "; ".join(parts) if cells else f"detection: {'; '.join(parts) or 'no trial stored'}"
     found_targets = targets(cells, named, zoo, budget_s)
     found_paces = paces(cells, generators, budget_s)
     curves = [survival(cells, g, budget_s) for g in generators]
