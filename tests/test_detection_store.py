@@ -70,13 +70,17 @@ def test_a_trial_run_again_counts_once_the_latest_and_sets_follow_the_zoo(tmp_pa
     store.append(trial("a", "random", 1, None), STAMP, "da")
     store.append(trial("a", "random", 1, 3.0), STAMP, "da")  # the same seed, later
     store.append(trial("a", "coverage", 1, 1.0), STAMP, "da")
+    store.append(trial("a", "coverage", 1, None, error="lab: error: x"), STAMP, "da")
     chosen = select(store.read(), "g-current", 600.0, DIGESTS, after={"a": True})
     assert sorted((c.generator, c.minutes) for c in chosen.cells) == [
         ("coverage", 1.0),
         ("random", 3.0),
     ]
     assert all(c.after_generator for c in chosen.cells)  # marked in the zoo since
-    assert chosen.left_out == {"trial(s) run again later (the latest counts)": 1}
+    assert chosen.left_out == {
+        "trial(s) run again later (the latest counts)": 1,
+        "trial(s) that failed to run again (the one that ran counts)": 1,
+    }
 
 
 def test_a_line_cut_short_at_the_end_is_passed_over_any_other_is_an_error(tmp_path: Path) -> None:

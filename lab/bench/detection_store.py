@@ -191,8 +191,8 @@ def select(
     after: Mapping[str, bool] | None = None,
 ) -> Selection:
     """The records of `version` and `budget_s`, of bugs whose digest is still `digests`'s
-    (bug → Bug.digest), the latest of each trial (bug, design, generator, campaign seed),
-    shrink and named run; `after` (bug → after_generator, from today's zoo) overrides what a
+    (bug → Bug.digest), the latest of each trial (bug, design, generator, campaign seed) —
+    but never one that failed to run over one that ran — shrink and named run; `after` (bug → after_generator, from today's zoo) overrides what a
     trial stored, so a bug marked later moves to its set."""
     left_out: Counter[str] = Counter()
     latest: dict[tuple[Any, ...], Mapping[str, Any]] = {}
@@ -203,6 +203,9 @@ def select(
             continue
         key = _key(record)
         if key in latest and record["record"] == "trial":
+            if record["result"].get("error") and not latest[key]["result"].get("error"):
+                left_out["trial(s) that failed to run again (the one that ran counts)"] += 1
+                continue
             left_out["trial(s) run again later (the latest counts)"] += 1
         latest[key] = record
     cells, shrinks, named = [], [], []
