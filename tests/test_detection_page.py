@@ -163,3 +163,4 @@ def test_a_page_of_named_runs_alone_draws_no_curve_and_says_what_the_named_caugh
     assert made.last == "detection: named scenarios caught 1/1 bugs (1/1 held without a bug)"
     assert (tmp_path / "d-survival.svg").is_file()
     assert "| early | **broken** (lost) | held · triggered |" in made.text
+    assert "| reached / triggered / detected for every cell | not measured |" in made.text

@@ -135,7 +135,8 @@ def test_a_round_that_meets_every_target_says_so() -> None:
     named = [NamedResult(b.name, "master-failure", "J1", "held") for b in ZOO]
     found = targets(cells, named, ZOO, 600)
     assert [t.status for t in found] == ["met"] * 7, found
-    assert found[0].figure == "3/3 bugs" and found[0].note == ""
+    assert found[0].figure == "3/3 bugs"
+    assert found[0].note == "measured on a zoo of 3 bugs, not at least 21"  # still evaluated
     assert found[1].figure == "2.0 min (Kaplan–Meier over 9 trials)"
     assert found[3].figure == "3.5× over 2 bugs both found"  # a 6/2, c 6/1.5; b random 1/3
     assert found[5].figure == "after 1/1, before 2/2 (as often: 1.0)"
@@ -151,7 +152,10 @@ def test_each_target_missed_says_its_figure_and_under_which_conditions() -> None
     statuses = [t.status for t in found]
     assert statuses == ["missed"] * 5 + ["met", "missed"], found  # after: 0/1 is within one
     assert found[0].figure == "0/3 bugs (short: a 1/3, b 0/3, c 0/2)"
-    assert found[0].note == "measured on campaigns of 2 min, not 10, 2 trial(s) of a bug, not 3"
+    assert found[0].note == (
+        "measured on campaigns of 2 min, not 10, 2 trial(s) of a bug, not 3, "
+        "a zoo of 3 bugs, not at least 21"
+    )
     assert found[1].figure.startswith("over 2 min (fewer than half of 8 trials found)")
     assert found[2].figure == "2/3 bugs have a canary (none: b)"
     assert found[3].figure == "no bug found by both in most of its trials"
