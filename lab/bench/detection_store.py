@@ -192,8 +192,9 @@ def select(
 ) -> Selection:
     """The records of `version` and `budget_s`, of bugs whose digest is still `digests`'s
     (bug → Bug.digest), the latest of each trial (bug, design, generator, campaign seed) —
-    but never one that failed to run over one that ran — shrink and named run; `after` (bug → after_generator, from today's zoo) overrides what a
-    trial stored, so a bug marked later moves to its set."""
+    but never one that failed to run over one that ran — shrink and named run; `after`
+    (bug → after_generator, from today's zoo) overrides what a trial stored, so a bug marked
+    later moves to its set."""
     left_out: Counter[str] = Counter()
     latest: dict[tuple[Any, ...], Mapping[str, Any]] = {}
     for record in records:
