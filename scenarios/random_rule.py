@@ -9,12 +9,11 @@ Every fault must be one of the vocabulary's kinds (random_vocabulary.py) that th
 and backend can apply, with parameters inside the vocabulary's bounds, healed inside the load
 (from FIRST_AT_S to LAST_HEAL_BEFORE_END_S before its end). A fault that starts while others
 last must be one the generator could have drawn beside them (`may_overlap`), naming nodes, not
-roles. Faults that take a node out, or move the master, follow one another with the quiet
-the generator leaves: QUIET_S in a replicated group whose copies live in memory (NO_SYNC: a
-restarted node catches up, the others write out; with every copy on disk a second node may
-go out at any time), AP_QUIET_S between brokers taken out of an active-passive cluster (the
-manager restarts the broker and it is a ready backup again).
-"""
+roles, unless only faults that take no node out last. Faults that take a node out, or move the
+master, follow one another with the quiet the generator leaves: QUIET_S in a replicated group
+whose copies live in memory (NO_SYNC: a restarted node catches up, the others write out; with
+every copy on disk a second node may go out at any time), AP_QUIET_S between brokers taken out
+of an active-passive cluster (the manager restarts the broker and it is a ready backup again)."""
 
 from __future__ import annotations
 
@@ -272,8 +271,8 @@ def rule_problem(spec: RunSpec) -> str | None:
         ]
         if not lasting:
             continue
-        if draws[i].names_a_role:
-            return f"{_where(span)}: names a role while another fault lasts"
+        if draws[i].names_a_role and any(d.effect != "light" for d in lasting):
+            return f"{_where(span)}: names a role while a fault that takes a node out lasts"
         if not may_overlap(draws[i], lasting, spec):
             return (
                 f"{_where(span)}: may not start while {', '.join(d.fault for d in lasting)} lasts"
