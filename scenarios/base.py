@@ -13,7 +13,16 @@ from lab.ground.nodes import BROKER_REF_TRAITS, TargetTraits
 from lab.ground.spec import Durability, GroupSettings, RunSpec, Topology, Workload
 from lab.judge.prediction import Prediction
 
-__all__ = ["WORK_S", "Scenario", "ScheduleFn", "fault_window", "scheduled", "spaced_out", "uniform"]
+__all__ = [
+    "WORK_S",
+    "Scenario",
+    "ScheduleFn",
+    "fault_when",
+    "fault_window",
+    "scheduled",
+    "spaced_out",
+    "uniform",
+]
 
 # What a bound on the service's return adds to the run's timeouts it names
 # (lab.judge.bounds): the brokers' and the clients' own work on the way back (a new
@@ -162,20 +171,51 @@ def fault_window(
     fault_id: str,
     **params: int | float | str | bool,
 ) -> tuple[FaultOp, FaultOp]:
-    """A fault applied at `start_s` and healed `duration_s` later."""
-    return (
-        FaultOp(
-            at_s=start_s, action="start", fault=fault, target=target, id=fault_id, params=params
-        ),
-        FaultOp(
-            at_s=start_s + duration_s,
-            action="stop",
-            fault=fault,
-            target=target,
-            id=fault_id,
-            params=params,
-        ),
+    """A fault applied at `start_s` (seconds after the load starts) and healed `duration_s`
+    later; `params` are the fault's own (`latency_ms=…`)."""
+    start = FaultOp(
+        at_s=start_s, action="start", fault=fault, target=target, id=fault_id, params=params
     )
+    return start, replace(start, at_s=start_s + duration_s, action="stop")
+
+
+def fault_when(
+    when: str,
+    within_s: float,
+    fault: str,
+    target: str,
+    start_s: float,
+    duration_s: float,
+    fault_id: str,
+    **params: int | float | str | bool,
+) -> tuple[FaultOp, FaultOp]:
+    """A fault that waits for the cluster: armed at `start_s`, it strikes when `when` happens
+    (one of lab.ground.faultops.TRIGGERS: `new-master`, `catchup`, `rejoined`), or
+    `within_s` later at the latest, and is healed `duration_s` after it struck.
+
+        fault_when("new-master", 10.0, "kill", "@master", 3.0, 2.0, "f1")
+
+    kills whichever node becomes master next after 3 s (by 13 s at the latest), for 2 s."""
+    start = FaultOp(
+        at_s=start_s,
+        action="start",
+        fault=fault,
+        target=target,
+        id=fault_id,
+        params=params,
+        when=when,
+        within_s=within_s,
+    )
+    stop = FaultOp(
+        at_s=start_s + within_s + duration_s,
+        action="stop",
+        fault=fault,
+        target=target,
+        id=fault_id,
+        params=params,
+        after_s=duration_s,
+    )
+    return start, stop
 
 
 def scheduled(*faults: FaultOp | Iterable[FaultOp]) -> ScheduleFn:

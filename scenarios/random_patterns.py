@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 from lab.ground.faultops import FaultOp, canonical
 from lab.ground.spec import RunSpec
 from lab.ground.topology import node_link
-from scenarios.base import fault_window, uniform
+from scenarios.base import fault_when, fault_window, uniform
 from scenarios.random_faults import FIRST_AT_S, LAST_HEAL_BEFORE_END_S, SHORTEST_S
 from scenarios.random_rule import AP_QUIET_S, QUIET_S, rule_problem
 from scenarios.random_timeouts import Timeout, timeouts_of, window_s
@@ -59,10 +59,13 @@ class Step:
     start_s: float
     length_s: float
     params: dict[str, int | float | str | bool] = field(default_factory=dict)
+    when: str | None = None  # armed at start_s, it strikes when this happens (TRIGGERS)
+    within_s: float = 0.0  # or this long after start_s at the latest
 
     @property
     def end_s(self) -> float:
-        return self.start_s + self.length_s
+        """The latest its heal can come."""
+        return self.start_s + self.within_s + self.length_s
 
 
 Plan = Callable[[RunSpec, random.Random, float], list[Step]]
@@ -155,6 +158,9 @@ def _master_cut_off(spec: RunSpec, rng: random.Random, at: float) -> list[Step]:
 def _master_crash_under_lag(spec: RunSpec, rng: random.Random, at: float) -> list[Step]:
     """Lag then crash: the replicas trail the master when it is killed (restarted later)."""
     start = at + uniform(rng, 0.8, 2.0)
+    if _has(spec, "node latency") and rng.random() < 0.5:  # when a replica trails, under lag
+        kill = Step("kill", "@master", start, _out_s(spec, rng), when="catchup", within_s=3.0)
+        return _lagged(spec, rng, at, [kill], chance=1.0)
     kill = Step("kill", "@master", start, _out_s(spec, rng))
     return _lagged(spec, rng, at, [kill], chance=0.9)
 
@@ -175,7 +181,15 @@ def _rejoin_then_master_fault(spec: RunSpec, rng: random.Random, at: float) -> l
     kind = rng.choice(("isolate", "pause", "kill"))
     away = Step(kind, "@replica:1", at, _out_s(spec, rng, "election x2", "replica timeout"))
     hit = rng.choice(("kill", "isolate"))
-    back = Step(hit, "@master", away.end_s + _quiet(spec, rng), _out_s(spec, rng))
+    # As soon as the rule allows, and the moment a replica is seen trailing (catching up).
+    back = Step(
+        hit,
+        "@master",
+        away.end_s + _quiet(spec, rng),
+        _out_s(spec, rng),
+        when="catchup",
+        within_s=round(uniform(rng, 0.5, 2.0), 3),
+    )
     return _lagged(spec, rng, at, [away, back], chance=0.4)
 
 
@@ -231,7 +245,14 @@ def _backup_catchup_then_primary_crash(spec: RunSpec, rng: random.Random, at: fl
     """A backup killed and restarted, so it catches up (behind a narrow link), and the
     primary killed as soon as the rule allows: while that backup may still be catching up."""
     away = Step(rng.choice(("kill", "pause")), "@replica:1", at, _out_s(spec, rng))
-    kill = Step("kill", "@master", away.end_s + _quiet(spec, rng), _out_s(spec, rng))
+    kill = Step(
+        "kill",
+        "@master",
+        away.end_s + _quiet(spec, rng),
+        _out_s(spec, rng),
+        when="catchup",
+        within_s=round(uniform(rng, 0.5, 3.0), 3),
+    )
     return _lagged(spec, rng, at, [away, kill], chance=0.8)
 
 
@@ -301,16 +322,16 @@ def patterns_for(spec: RunSpec) -> tuple[Pattern, ...]:
 def _ops(steps: list[Step], first_id: int) -> list[FaultOp]:
     ops: list[FaultOp] = []
     for number, step in enumerate(sorted(steps, key=lambda s: s.start_s), start=first_id):
-        ops.extend(
-            fault_window(
-                step.fault,
-                step.target,
-                round(step.start_s, 3),
-                round(step.length_s, 3),
-                f"f{number}",
-                **step.params,
+        start, length, fid = round(step.start_s, 3), round(step.length_s, 3), f"f{number}"
+        if step.when is None:
+            ops.extend(fault_window(step.fault, step.target, start, length, fid, **step.params))
+        else:
+            within = round(step.within_s, 3)
+            ops.extend(
+                fault_when(
+                    step.when, within, step.fault, step.target, start, length, fid, **step.params
+                )
             )
-        )
     return ops
 
 

@@ -86,6 +86,8 @@ ROUTINE = frozenset(
         "worker.stop",
         "fault.start",
         "fault.end",
+        "fault.armed",
+        "fault.trigger",
         "node.start",
         "node.stop",
         "node.kill",
