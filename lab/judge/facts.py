@@ -4,6 +4,8 @@ Nodes are referred to as a scenario writes them before the run, when roles are n
 yet known: `n2` (a node by name), `f1` (the node fault f1 was applied to, after
 `@master` / `@replica` were resolved) or `master@f1` (the node that was MASTER when
 f1 was applied). Moments are `f1:start` and `f1:end`, in seconds since the run began.
+A fault the nemesis skipped (its selector found no node: `fault.skipped`) is in `skipped`
+with why; a reference to it raises `SkippedFault`.
 `history` is the run's client operations (lab.judge.metrics.read_operations: index, time,
 process, type, f, value, node), when the judge was given them; `timings` the run's
 configured timeouts that bounds add (lab.judge.bounds), when the judge was given them.
@@ -25,11 +27,15 @@ from lab.judge.bounds import Timings
 from lab.judge.checker import CheckResult
 from lab.judge.metrics import NS, RunMetrics
 
-__all__ = ["FaultFacts", "LogLine", "Observation", "RunFacts", "UnknownReference"]
+__all__ = ["FaultFacts", "LogLine", "Observation", "RunFacts", "SkippedFault", "UnknownReference"]
 
 
 class UnknownReference(Exception):
     """A node or moment reference names a fault that did not happen (or never healed)."""
+
+
+class SkippedFault(UnknownReference):
+    """A reference names a fault the nemesis skipped: its selector found no node."""
 
 
 @dataclass(frozen=True)
@@ -76,6 +82,7 @@ class RunFacts:
     check: CheckResult | None = None
     history: pa.Table | None = None
     timings: Timings | None = None
+    skipped: Mapping[str, str] = field(default_factory=dict)  # fault id → why not applied
 
     @staticmethod
     def gather(
@@ -91,6 +98,7 @@ class RunFacts:
         logs: list[LogLine] = []
         observed: list[Observation] = []
         final: dict[str, str | None] = {}
+        skipped: dict[str, str] = {}
         ending = False  # the teardown began: nodes stopping one by one are not the run's
         for e in sorted(events, key=lambda e: int(e.get("time", 0))):
             kind = e.get("kind")
@@ -105,6 +113,8 @@ class RunFacts:
                     start_s=time_s,
                     roles=dict(e.get("roles") or {}),
                 )
+            elif kind == "fault.skipped" and "id" in e:
+                skipped[str(e["id"])] = str(e.get("error", ""))
             elif kind == "fault.end" and "id" in e and "error" not in e:
                 ends[str(e["id"])] = time_s
             elif kind == "broker.log" and e.get("node"):
@@ -124,13 +134,24 @@ class RunFacts:
             for i, f in starts.items()
         }
         return RunFacts(
-            faults, tuple(logs), final, metrics, target, tuple(observed), check, history, timings
+            faults,
+            tuple(logs),
+            final,
+            metrics,
+            target,
+            tuple(observed),
+            check,
+            history,
+            timings,
+            skipped,
         )
 
     def fault(self, fault_id: str) -> FaultFacts:
         try:
             return self.faults[fault_id]
         except KeyError:
+            if fault_id in self.skipped:
+                raise SkippedFault(f"fault {fault_id} was skipped") from None
             raise UnknownReference(f"fault {fault_id} was never applied") from None
 
     def node(self, ref: str) -> str:

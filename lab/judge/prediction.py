@@ -6,6 +6,10 @@ Outcomes: `held` (every part of the prediction shown), `broken` (some part not, 
 reason named), `unknown` (the prediction could not be tested: nothing acknowledged,
 the queue not drained, or only expectations the target's logs cannot show).
 
+A fault the schedule planned and the nemesis skipped (its `@master` found no master at its
+moment: faults.selectors) leaves the prediction untested: its reason says why, and the
+verdict is `unknown` unless another part of the prediction was broken.
+
 Each reason has a violation kind (`lost`, `two-masters`, `unavailable>bound` …), the
 words campaigns, the failure database and replays compare runs by: two runs show the
 same violation when they share a kind, whatever the counts.
@@ -23,7 +27,7 @@ from lab.ground.nodes import BROKER_REF_TRAITS, TargetTraits
 from lab.judge.bounds import Timings
 from lab.judge.checker import CheckResult
 from lab.judge.expectations import UNCHECKABLE, Expectation
-from lab.judge.facts import RunFacts, UnknownReference
+from lab.judge.facts import RunFacts, SkippedFault, UnknownReference
 from lab.judge.metrics import RunMetrics
 
 __all__ = ["Outcome", "Prediction", "Verdict", "violation_kind"]
@@ -34,6 +38,7 @@ Outcome = Literal["held", "broken", "unknown"]
 NOTHING_ACKNOWLEDGED = "nothing-acknowledged"
 NOT_DRAINED = "not-drained"
 UNCHECKABLE_KIND = "uncheckable"
+NOT_APPLIED = "fault-not-applied"
 
 
 @dataclass(frozen=True)
@@ -170,9 +175,13 @@ class Prediction:
                 )
             )
         facts = RunFacts.gather(events, metrics, target, check, history, timings)
+        for fault_id, why in facts.skipped.items():
+            found.append((NOT_APPLIED, f"{UNCHECKABLE} {why}, so {fault_id} was not applied"))
         for expectation in self.expect:
             try:
                 reason = expectation.unmet(facts)
+            except SkippedFault:
+                continue  # said once, above
             except UnknownReference as exc:
                 reason = f"{expectation}: {exc}"
             if reason is not None:
