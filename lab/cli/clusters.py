@@ -52,7 +52,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Comman
 
 def _cmd_up(args: argparse.Namespace) -> int:
     from lab.cli.updown import cluster_up
-    from lab.ground.spec import parse_target_settings
+    from lab.ground.spec_words import parse_target_settings
 
     if args.nodes < 1:
         raise UsageError("--nodes must be at least 1")

@@ -86,7 +86,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Comman
 def _cmd_run(args: argparse.Namespace) -> int:
     from lab.compose import parts_for
     from lab.ground.errors import UsageError
-    from lab.ground.spec import Durability, parse_seed, parse_target_settings
+    from lab.ground.spec import Durability
+    from lab.ground.spec_words import parse_seed, parse_target_settings
 
     if args.spec is not None:
         return _run_incident(args)

@@ -73,6 +73,25 @@ OBSERVED_KINDS = ("node.", "manager.", "cluster.")
 
 @dataclass(frozen=True)
 class RunFacts:
+    """What an expectation reads (`unmet(facts)`): what the run showed, gathered once.
+
+    Attributes:
+        faults: each fault applied, by id (`FaultFacts`: `fault`, the node it struck as
+            `target`, `start_s`, `end_s` when healed, the nodes' `roles` as it began).
+        logs: the nodes' coded log lines (`LogLine`: `time_s`, `node`, `code`, `text`).
+        final_roles: each node's role when the run ended (None: no answer).
+        metrics: the run's figures (`failover_s` per fault, in the order the faults
+            began; the gaps between acknowledged sends; the load's start and end …).
+        target: what the run knows of its target (`TargetTraits`).
+        observed: node, cluster-manager and cluster events (`Observation`: `time_s`,
+            `kind`, `node`, `detail`).
+        check: the queue checker's result.
+        history: the client operations (a pyarrow table), when the judge was given them.
+        timings: the run's configured timeouts bounds add, when the judge was given them.
+        skipped: the faults the nemesis skipped (their selector found no node), by id,
+            with why.
+    """
+
     faults: Mapping[str, FaultFacts]
     logs: tuple[LogLine, ...]
     final_roles: Mapping[str, str | None]
@@ -155,7 +174,8 @@ class RunFacts:
             raise UnknownReference(f"fault {fault_id} was never applied") from None
 
     def node(self, ref: str) -> str:
-        """The node name a reference stands for."""
+        """The node name a reference stands for: `n2`, `f1` (the node f1 struck) or
+        `master@f1` (the node MASTER when f1 began)."""
         if ref.startswith("master@"):
             found = self.fault(ref.removeprefix("master@"))
             masters = [n for n, r in found.roles.items() if r == "MASTER"]

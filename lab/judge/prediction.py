@@ -43,7 +43,16 @@ NOT_APPLIED = "fault-not-applied"
 
 @dataclass(frozen=True)
 class Verdict:
-    """`violations` holds the kind of each reason, sorted and without repeats."""
+    """The judge's answer: did the run show the prediction?
+
+    Attributes:
+        outcome: `held` (every part shown), `broken` (some part not), or `unknown` (the
+            prediction could not be tested: nothing acknowledged, the queue not drained,
+            a fault not applied, only expectations the target's logs cannot show).
+        reasons: one sentence for each part not shown, naming what was seen.
+        violations: the kind of each reason (`lost`, `two-masters`, `unavailable>bound`
+            …: docs/run-folder.md), sorted and without repeats.
+    """
 
     outcome: Outcome
     reasons: tuple[str, ...]
@@ -51,6 +60,7 @@ class Verdict:
 
     @property
     def held(self) -> bool:
+        """Whether the outcome is `held`."""
         return self.outcome == "held"
 
     @staticmethod
@@ -72,16 +82,22 @@ def violation_kind(expectation: Expectation) -> str:
 
 @dataclass(frozen=True)
 class Prediction:
-    """What the documents predict for a run.
+    """What the documents predict for a run: the verdict is `held` when the run shows all
+    of it.
 
-    `loss` is "none" (no acknowledged message may be lost), "detected" (the
-    documents predict loss; the lab must see it) or "allowed" (the documents warn that
-    data may be lost here: any loss is reported, none is required).
-    `duplicates_allowed` says whether
-    a message may be delivered twice. `two_masters` is "forbidden" (never two nodes
-    MASTER at once), "expected" (the documents predict a split brain) or "either".
-    `expect` lists the rest (lab.judge.expectations): log codes, roles at the end,
-    service stopped / continued / resumed around the faults.
+    Parameters:
+        text: the prediction in words (result.json's `prediction`, the reports).
+        loss: "none" (no acknowledged message may be lost), "detected" (the documents
+            predict loss; the lab must see it) or "allowed" (the documents warn that data
+            may be lost here: any loss is reported, none is required).
+        duplicates_allowed: whether a message may be delivered twice (a client re-sends
+            what it does not know was acknowledged, so a failover allows duplicates).
+        two_masters: "forbidden" (never two nodes MASTER at once), "expected" (the
+            documents predict a split brain) or "either".
+        expect: the rest, each an `Expectation`: the lab's (`LogSeen`, `RoleAtEnd`,
+            `RoleNever`, `ServiceStopped`, `ServiceContinued`, `ServiceResumed`) or a
+            value of your own with `unmet(facts)`.
+        refusals_expected: the broker must refuse some publishes (a full disk).
     """
 
     text: str
