@@ -166,6 +166,8 @@ class RunFacts:
         )
 
     def fault(self, fault_id: str) -> FaultFacts:
+        """The fault `fault_id` as applied (`FaultFacts`); UnknownReference when it never
+        was (SkippedFault when the nemesis skipped it)."""
         try:
             return self.faults[fault_id]
         except KeyError:
