@@ -48,7 +48,10 @@ def _record_of(state_dir: Path) -> Record | None:
 def _whole(record: Record) -> bool:
     """Its namespaces are there, its hosts file too, and every host's sshd answers."""
     body = record.body
-    hosts_file = Path(str(body.get("stage", ""))) / "hosts.toml"
+    stage = body.get("stage")
+    if not isinstance(stage, str) or not stage:
+        return False
+    hosts_file = Path(stage) / "hosts.toml"
     if not hosts_file.is_file():
         return False
     if not all(Path("/run/netns", str(ns)).exists() for ns in body.get("netns") or []):
