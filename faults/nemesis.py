@@ -8,6 +8,11 @@ A heal the target refuses in a state the run led it to (`HealRefused`) is record
 `ok: false` and a `fault.end` event with its `error` and `refused: true`, and the run goes
 on; any other failed heal is raised.
 
+A start whose selector finds no node at its moment (`@master` with no master or two, after
+waiting for an election: faults.selectors.Unresolved) is not applied: it is recorded as
+`ok: false` with the roles seen, a `fault.skipped` event says so, its stop finds nothing to
+heal, and the run goes on (the judge then cannot check the prediction: lab.judge.prediction).
+
 Starts that fall at one moment strike together: each on its own thread, once every
 selector is resolved (a slow `docker kill` must not leave the other victims standing).
 
@@ -36,7 +41,7 @@ from typing import Any
 from faults.abilities import Reporting, Roled
 from faults.catalog import FAULTS
 from faults.fault import Fault, HealRefused
-from faults.selectors import resolve_op
+from faults.selectors import Unresolved, resolve_op
 from faults.triggers import Armed, Watch
 from lab.ground.errors import LabError
 from lab.ground.events import Events, NoEvents
@@ -98,8 +103,10 @@ class Nemesis:
         log: Callable[[dict[str, Any]], None] | None = None,
         clock_ns: Callable[[], int] = time.monotonic_ns,
         on_change: Callable[[str, FaultOp], None] | None = None,
+        selector_wait_s: float = 5.0,
     ) -> None:
         self.cluster = cluster
+        self.selector_wait_s = selector_wait_s  # how long a selector waits for its node
         self.faults = faults
         self.events: Events = events or NoEvents()
         self._log = log or (lambda entry: None)
@@ -162,15 +169,25 @@ class Nemesis:
                 self.events.emit("node.txid", name, fault=fault_id, moment=moment, txid=txid)
 
     def start(self, op: FaultOp) -> None:
-        self._strike(self._prepare(op))
+        struck = self._prepare(op)
+        if struck is not None:
+            self._strike(struck)
 
-    def _prepare(self, op: FaultOp, roles: dict[str, str | None] | None = None) -> _Struck:
+    def _prepare(self, op: FaultOp, roles: dict[str, str | None] | None = None) -> _Struck | None:
         """Resolve the op's selector, push its heal, and say it starts (nothing applied yet);
-        `roles`: the nodes' roles read once for a moment's starts."""
+        `roles`: the nodes' roles read once for a moment's starts. None: its selector found
+        no node, and the step is skipped (recorded, and said in a `fault.skipped` event)."""
         fault = self.faults[op.fault]
         roles = self._roles() if roles is None else roles
         try:
-            resolved = resolve_op(self.cluster, op)
+            resolved = resolve_op(self.cluster, op, wait_s=self.selector_wait_s)
+        except Unresolved as exc:
+            self._record(op, False, str(exc))
+            self.events.emit(
+                "fault.skipped", None, id=op.id, fault=op.fault, target=op.target, error=str(exc)
+            )
+            self._on_change("skipped", op)
+            return None
         except LabError as exc:
             self._record(op, False, str(exc))
             raise
@@ -213,7 +230,7 @@ class Nemesis:
         own thread, so one slow apply (`docker kill` waits for the container) does not leave
         the others standing meanwhile. The first error is raised once all have returned."""
         roles = self._roles()
-        prepared = [self._prepare(op, roles) for op in ops]
+        prepared = [s for s in (self._prepare(op, roles) for op in ops) if s is not None]
         errors: list[BaseException] = []
 
         def strike(struck: _Struck) -> None:

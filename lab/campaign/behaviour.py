@@ -87,6 +87,7 @@ ROUTINE = frozenset(
         "fault.start",
         "fault.end",
         "fault.armed",
+        "fault.skipped",
         "fault.trigger",
         "node.start",
         "node.stop",

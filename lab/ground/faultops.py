@@ -44,7 +44,16 @@ LAG_TXNS = 20  # how far behind its master a replica counts as catching up
 
 @dataclass(frozen=True)
 class FaultOp:
-    """One planned step: at `at_s` seconds after the workload starts, start or stop a fault."""
+    """One planned step: at `at_s` seconds after the workload starts, start or stop a fault.
+
+    Parameters:
+        at_s: when, in seconds after the load started.
+        action: `start` applies the fault, `stop` heals it.
+        fault: the fault's name (docs/faults.md).
+        target: a node, a role (`@master` …), a link or `group`, as for `fault_window`.
+        id: the fault's id in the run; a start and its stop share it.
+        params: the fault's own parameters.
+    """
 
     at_s: float
     action: Action

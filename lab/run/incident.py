@@ -40,9 +40,8 @@ from lab.ground.spec import (
     RunSpec,
     Topology,
     Workload,
-    parse_seed,
-    split_target,
 )
+from lab.ground.spec_words import parse_seed, split_target
 from lab.run.spec_values import check_names, check_section, check_target_context
 
 __all__ = ["INCIDENT", "load_edited_spec", "load_incident", "validate_spec"]
