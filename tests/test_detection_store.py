@@ -111,6 +111,8 @@ def test_the_generator_version_follows_the_files_that_decide_schedules(tmp_path:
         "lab/campaign/guide.py",
         "lab/campaign/mutations.py",
         "lab/campaign/windows.py",
+        "lab/campaign/danger.py",
+        "scenarios/random_patterns.py",
     ):
         assert needed in files
     assert all((ROOT / f).is_file() for f in files), "a file the version names is missing"

@@ -17,7 +17,7 @@ import hashlib
 from pathlib import Path
 
 from lab.ground.paths import LAB_ROOT
-from lab.ground.spec import git_revision
+from lab.ground.spec_words import git_revision
 
 __all__ = ["GENERATOR_SOURCES", "generator_files", "generator_version", "lab_commit"]
 
@@ -32,6 +32,7 @@ _CAMPAIGN = (
     "corpus",
     "workloads",
     "windows",
+    "danger",
 )
 GENERATOR_SOURCES: tuple[str, ...] = (
     "scenarios/base.py",
