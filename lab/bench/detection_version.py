@@ -41,6 +41,7 @@ GENERATOR_SOURCES: tuple[str, ...] = (
     *(f"lab/campaign/{name}.py" for name in _CAMPAIGN),
     "lab/campaign/random_*.py",
     "lab/campaign/pattern*.py",
+    "faults/triggers.py",  # when a step that waits for the cluster strikes
 )
 
 
