@@ -257,7 +257,9 @@ RANDOM = Scenario(
         text="commits wait for a majority, every quorum holds every acknowledged message, and "
         "no mix destroys its copies (one node out at a time; two only when no copy lives in "
         "memory alone, and then the group waits): no acknowledged message lost whatever the "
-        "schedule; duplicates allowed",
+        "schedule; duplicates allowed; a master exists only with a quorum, so never two "
+        "masters for longer than a master cut off keeps its role",
+        two_masters="beyond-lease",
     ),
     schedule=random_schedule,
     topology=Topology(nodes=3),

@@ -16,7 +16,14 @@ import pyarrow.json as pa_json
 from lab.ground.faultops import TAKES_A_NODE_OUT
 from lab.judge.cluster_metrics import clients_noticed, consumed_before_replicated
 
-__all__ = ["RunMetrics", "masters_over_time", "read_events", "read_operations", "run_metrics"]
+__all__ = [
+    "RunMetrics",
+    "masters_over_time",
+    "masters_overlap_s",
+    "read_events",
+    "read_operations",
+    "run_metrics",
+]
 
 NS = 1_000_000_000
 RESUME_GRACE_NS = NS // 2
@@ -51,6 +58,8 @@ class RunMetrics:
     failover_s: tuple[float | None, ...]
     masters: tuple[tuple[float, str, str], ...]  # (time s, node, role) for every role change
     two_masters_seen: bool
+    # the longest stretch two or more nodes were MASTER at once (ended before the teardown)
+    two_masters_longest_s: float = 0.0
     # active-passive: messages settled because consumed before the backups held them
     consumed_before_replicated: int | None = None
     # per fault, seconds until a client lost its connection to the node it took out
@@ -123,7 +132,19 @@ def masters_over_time(events: Iterable[Mapping[str, Any]]) -> tuple[tuple[float,
 
 
 def _two_masters(events: Iterable[Mapping[str, Any]]) -> bool:
-    """True if two nodes were MASTER at the same time, by their role changes.
+    """True if two nodes were MASTER at the same time, by their role changes."""
+    return _overlaps(events)[0]
+
+
+def masters_overlap_s(events: Iterable[Mapping[str, Any]]) -> float:
+    """The longest time two or more nodes were MASTER at once (0.0: never), as
+    `_two_masters` counts them."""
+    return _overlaps(events)[1]
+
+
+def _overlaps(events: Iterable[Mapping[str, Any]]) -> tuple[bool, float]:
+    """Whether two nodes were MASTER at the same time, by their role changes, and the
+    longest such stretch in seconds.
 
     A killed, stopped, exited (ended by itself) or restarted node is no master; a paused
     (frozen) one acts as nothing while frozen, and is a master again on resuming if it was
@@ -134,12 +155,18 @@ def _two_masters(events: Iterable[Mapping[str, Any]]) -> bool:
     claims: set[str] = set()  # nodes whose last reported role is MASTER
     frozen: set[str] = set()
     resumed_at: dict[str, int] = {}
+    seen = False
+    since: int | None = None  # when the current stretch of two masters began
+    longest = 0
     for e in sorted(events, key=lambda e: int(e.get("time", 0))):
         node = e.get("node")
         kind = e.get("kind")
         now = int(e.get("time", 0))
         if kind == "workload.phase" and e.get("phase") == "teardown":
-            return False
+            if since is not None:  # two masters until the teardown began
+                longest = max(longest, now - since)
+                since = None
+            break
         if not node:
             continue
         if kind == "node.role":
@@ -161,8 +188,12 @@ def _two_masters(events: Iterable[Mapping[str, Any]]) -> bool:
             if now - resumed_at.get(n, -RESUME_GRACE_NS) >= RESUME_GRACE_NS
         }
         if len(acting) > 1:
-            return True
-    return False
+            seen = True
+            since = now if since is None else since
+        elif since is not None:
+            longest = max(longest, now - since)
+            since = None
+    return seen, longest / NS
 
 
 def _failover(
@@ -266,6 +297,7 @@ def run_metrics(
         failover_s=tuple(failover),
         masters=masters_over_time(events),
         two_masters_seen=_two_masters(events),
+        two_masters_longest_s=round(masters_overlap_s(events), 3),
         consumed_before_replicated=consumed_before_replicated(events),
         clients_noticed_s=clients_noticed(events, _info_ops(history)),
     )

@@ -24,7 +24,8 @@ from typing import Any, Literal
 import pyarrow as pa
 
 from lab.ground.nodes import BROKER_REF_TRAITS, TargetTraits
-from lab.judge.bounds import Timings
+from lab.ground.spec import GroupSettings
+from lab.judge.bounds import Timings, broker_ref_timings
 from lab.judge.checker import CheckResult
 from lab.judge.expectations import UNCHECKABLE, Expectation
 from lab.judge.facts import RunFacts, SkippedFault, UnknownReference
@@ -39,6 +40,9 @@ NOTHING_ACKNOWLEDGED = "nothing-acknowledged"
 NOT_DRAINED = "not-drained"
 UNCHECKABLE_KIND = "uncheckable"
 NOT_APPLIED = "fault-not-applied"
+# What a master's stepping down and the lab's reading of it add to the lease (two_masters
+# "beyond-lease"): its last in-flight work, the role report reaching the lab, a busy machine.
+LEASE_WORK_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -92,8 +96,10 @@ class Prediction:
             may be lost here: any loss is reported, none is required).
         duplicates_allowed: whether a message may be delivered twice (a client re-sends
             what it does not know was acknowledged, so a failover allows duplicates).
-        two_masters: "forbidden" (never two nodes MASTER at once), "expected" (the
-            documents predict a split brain) or "either".
+        two_masters: "forbidden" (never two nodes MASTER at once), "beyond-lease" (never
+            two for longer than a master keeps its role without a quorum: the run's silence
+            and election timeouts and LEASE_WORK_S), "expected" (the documents predict a
+            split brain) or "either".
         expect: the rest, each an `Expectation`: the lab's (`LogSeen`, `RoleAtEnd`,
             `RoleNever`, `ServiceStopped`, `ServiceContinued`, `ServiceResumed`) or a
             value of your own with `unmet(facts)`.
@@ -103,7 +109,7 @@ class Prediction:
     text: str
     loss: Literal["none", "detected", "allowed"] = "none"
     duplicates_allowed: bool = True
-    two_masters: Literal["forbidden", "expected", "either"] = "either"
+    two_masters: Literal["forbidden", "beyond-lease", "expected", "either"] = "either"
     expect: tuple[Expectation, ...] = ()
     refusals_expected: bool = False  # the broker must refuse some publishes (a full disk)
 
@@ -183,6 +189,18 @@ class Prediction:
             )
         if self.two_masters == "forbidden" and metrics.two_masters_seen:
             found.append(("two-masters", "two nodes were MASTER at the same time"))
+        elif self.two_masters == "beyond-lease":
+            known = timings or Timings(broker_ref_timings(GroupSettings(), 3))
+            lease = known.bound(LEASE_WORK_S, ("silence", "election"))
+            if metrics.two_masters_longest_s > lease.seconds:
+                found.append(
+                    (
+                        "two-masters",
+                        f"two nodes were MASTER at the same time for "
+                        f"{metrics.two_masters_longest_s:.3g} s, longer than a master keeps "
+                        f"its role without a quorum ({lease.seconds:g} s: {lease.describe()})",
+                    )
+                )
         elif self.two_masters == "expected" and not metrics.two_masters_seen:
             found.append(
                 (
