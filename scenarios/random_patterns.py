@@ -151,7 +151,9 @@ def _master_cut_off(spec: RunSpec, rng: random.Random, at: float) -> list[Step]:
     it) for shorter or longer than the election timeout and the replica timeout, its replicas
     trailing it."""
     start = at + uniform(rng, 0.8, 2.0)
-    cut = Step("isolate", "@master", start, _out_s(spec, rng))
+    cut = Step(
+        "isolate", "@master", start, _out_s(spec, rng, "election x2", "lease", "replica timeout")
+    )
     return _lagged(spec, rng, at, [cut], chance=0.8)
 
 

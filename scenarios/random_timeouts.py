@@ -35,7 +35,9 @@ def timeouts_of(spec: RunSpec) -> tuple[Timeout, ...]:
     a replicated group's heartbeat, election timeout (also how long a master keeps its lease
     without a quorum) and replica acknowledgement timeout; an active-passive cluster's link
     heartbeat (a backup is dead to its primary after two), the manager's poll plus its status
-    timeout (when it calls a broker failed) and the recovering primary's wait for backups."""
+    timeout (when it calls a broker failed) and the recovering primary's wait for backups.
+    A group's lease is how long a master cut off keeps its role at most: the silence before
+    the others stand and their election (the judge's bound, lab.judge.bounds)."""
     group = spec.group
     if group.is_active_passive:
         ap = group.active_passive
@@ -45,10 +47,13 @@ def timeouts_of(spec: RunSpec) -> tuple[Timeout, ...]:
             Timeout("backup timeout", ap.ha_backup_timeout_s),
             Timeout("link maintenance", ap.link_maintenance_interval_s),
         )
+    ranks = max(0, spec.topology.nodes - 1)
     return (
         Timeout("heartbeat", group.heartbeat_interval_s),
         Timeout("election timeout", group.election_timeout_s),
         Timeout("election x2", 2 * group.election_timeout_s),
+        # a master cut off is deposed after the silence and an election (lab.judge.bounds)
+        Timeout("lease", group.election_timeout_s * (2 + 0.5 * ranks)),
         Timeout("replica timeout", group.insufficient_replicas_timeout_s),
     )
 
