@@ -106,6 +106,7 @@ GOOD = {
         ({"claim": ""}, "'claim' must be a non-empty text"),
         ({"expect": []}, "'expect' must list the violation kinds"),
         ({"cheap": "yes"}, "'cheap' must be true or false"),
+        ({"after_generator": 1}, "'after_generator' must be true or false"),
         ({"replace": []}, "give at least one [[replace]] table"),
         ({"replace": [{"file": "../x.py", "old": "a", "new": "b"}]}, "must be a path inside"),
         ({"replace": [{"file": "a.py", "old": "a", "new": "a"}]}, "nothing would change"),
@@ -134,6 +135,7 @@ def test_a_bug_file_without_its_incident_or_unreadable_is_refused(tmp_path: Path
     (tmp_path / "incidents").mkdir()
     (tmp_path / "incidents" / "x.toml").write_text("")
     assert load_bug(path).incident == tmp_path / "incidents" / "x.toml"
+    assert not load_bug(path).after_generator  # optional: a bug written before the generator
 
 
 def test_bugs_are_chosen_by_name_and_an_unknown_one_is_refused() -> None:

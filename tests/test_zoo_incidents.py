@@ -5,7 +5,8 @@ node says which broker_ref it imported, and an active-passive run's cluster mana
 lab.manager, both the copy's.
 
 The cheap bugs (one per HA design) run in the default suite; every bug, with its control on
-the tree without a bug, behind --lab-long."""
+the tree without a bug, behind --lab-long, where a bug's canaries (zoo/canary.py) must also
+say that its incident reached the buggy code and triggered it."""
 
 from __future__ import annotations
 
@@ -48,8 +49,12 @@ PROBE = Bug(
 )
 
 
-def _run_incident(tree: Tree, bug: Bug, runs: Path) -> tuple[Path, dict[str, Any]]:
-    argv, where = tree.lab("run", "--spec", str(bug.incident), "--runs-dir", str(runs))
+def _run_incident(
+    tree: Tree, bug: Bug, runs: Path, canary_log: Path | None = None
+) -> tuple[Path, dict[str, Any]]:
+    argv, where = tree.lab(
+        "run", "--spec", str(bug.incident), "--runs-dir", str(runs), canary_log=canary_log
+    )
     done = subprocess.run(argv, capture_output=True, text=True, timeout=600, **where)
     assert done.returncode in (0, 1), done.stdout + done.stderr
     folder = Path(done.stdout.splitlines()[0])
@@ -68,6 +73,13 @@ def _assert_the_copy_ran(folder: Path, tree: Tree, design: str) -> None:
         assert starts and {e["module"] for e in starts} == {
             str(tree.path / "lab" / "manager" / "manager.py")
         }
+
+
+def _canaries(log: Path) -> set[str]:
+    """What the bug's canaries recorded (reached, triggered)."""
+    if not log.exists():
+        return set()
+    return {json.loads(line)["what"] for line in log.read_text(encoding="utf-8").splitlines()}
 
 
 def _detected(bug: Bug, result: dict[str, Any]) -> bool:
@@ -94,8 +106,11 @@ def test_every_bugs_incident_is_detected_and_holds_without_the_bug(
     with ScratchRoot(tmp_path) as root:
         mutant = root.tree("mutant", bug)
         apply_bug(mutant.path, PROBE)
-        folder, result = _run_incident(mutant, bug, tmp_path / "mutant")
+        canary_log = tmp_path / "canary.jsonl"
+        folder, result = _run_incident(mutant, bug, tmp_path / "mutant", canary_log)
         assert _detected(bug, result), (bug.expect, result["verdict"], result["reasons"])
         _assert_the_copy_ran(folder, mutant, bug.design)
+        if bug.canaries:  # the schedule reached the buggy code and made it misbehave
+            assert _canaries(canary_log) == {"reached", "triggered"}, _canaries(canary_log)
         _, control = _run_incident(root.tree("clean"), bug, tmp_path / "clean")
         assert control["verdict"] == "held", ("without the bug", control["reasons"])

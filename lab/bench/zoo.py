@@ -12,6 +12,8 @@ is a fixed schedule (`lab run --spec`) under which the mutated tree shows it.
     document = "…"                          # which document and section
     expect = ["lost"]                       # violation kinds its incident shows (any of them)
     cheap = true                            # its incident runs in the default test suite
+    after_generator = true                  # optional: written after the schedule generators
+                                            # were settled (the benchmark keeps the sets apart)
     [[replace]]
     file = "broker_ref/self_elected.py"     # relative to the tree
     old = '''…'''                           # exactly once in the file
@@ -41,7 +43,18 @@ __all__ = ["CANARY_MODULE", "ZOO_DIR", "Bug", "Replacement", "bugs_named", "load
 
 ZOO_DIR = LAB_ROOT / "zoo"
 _FIELDS = frozenset(
-    {"name", "design", "breaks", "claim", "document", "expect", "cheap", "replace", "canary"}
+    {
+        "name",
+        "design",
+        "breaks",
+        "claim",
+        "document",
+        "expect",
+        "cheap",
+        "after_generator",
+        "replace",
+        "canary",
+    }
 )
 CANARY_MODULE = ZOO_DIR / "canary.py"  # written into each scratch copy as zoo_canary.py
 _TEXTS = ("breaks", "claim", "document")
@@ -68,6 +81,8 @@ class Bug:
     # Applied after `replacements`: the calls of zoo_canary that say when the bug's code was
     # reached and when it triggered (zoo/canary.py); never part of the bug itself.
     canaries: tuple[Replacement, ...] = ()
+    # Written after the schedule generators' rules were settled: a bug they were not tuned to.
+    after_generator: bool = False
 
     @property
     def incident(self) -> Path:
@@ -120,6 +135,9 @@ def parse_bug(raw: Mapping[str, Any], source: Path) -> Bug:
     cheap = raw.get("cheap", False)
     if not isinstance(cheap, bool):
         raise InputError(f"{where}: 'cheap' must be true or false, not {cheap!r}")
+    after = raw.get("after_generator", False)
+    if not isinstance(after, bool):
+        raise InputError(f"{where}: 'after_generator' must be true or false, not {after!r}")
     entries = raw.get("replace")
     if not isinstance(entries, list) or not entries:
         raise InputError(f"{where}: give at least one [[replace]] table")
@@ -140,6 +158,7 @@ def parse_bug(raw: Mapping[str, Any], source: Path) -> Bug:
         replacements=replacements,
         source=source,
         canaries=canaries,
+        after_generator=after,
         **texts,
     )
 
