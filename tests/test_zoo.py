@@ -36,6 +36,14 @@ def test_the_zoo_holds_at_least_twelve_bugs_over_both_designs() -> None:
     assert any(b.cheap for b in BUGS) and not all(b.cheap for b in BUGS)
 
 
+def test_the_bugs_written_after_the_generator_are_eight_or_more_over_both_designs() -> None:
+    after = [b for b in BUGS if b.after_generator]
+    designs = [b.design for b in after]
+    assert len(after) >= 8, [b.name for b in after]
+    assert designs.count("replicated-group") >= 3 and designs.count("active-passive") >= 3
+    assert len(after) < len(BUGS)  # the set written before the generator is kept apart
+
+
 def test_the_manual_describes_every_bug_of_the_zoo() -> None:
     manual = (ROOT / "docs" / "detection.md").read_text(encoding="utf-8")
     missing = [b.name for b in BUGS if f"| `{b.name}` |" not in manual]
@@ -170,6 +178,7 @@ def test_a_bug_file_without_its_incident_or_unreadable_is_refused(tmp_path: Path
     (tmp_path / "incidents").mkdir()
     (tmp_path / "incidents" / "x.toml").write_text("")
     assert load_bug(path).incident == tmp_path / "incidents" / "x.toml"
+    assert not load_bug(path).after_generator  # optional: a bug written before the generator
 
 
 def test_bugs_are_chosen_by_name_and_an_unknown_one_is_refused() -> None:
