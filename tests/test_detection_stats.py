@@ -94,7 +94,7 @@ def test_throughput_counts_runs_faults_and_where_the_idle_time_went() -> None:
     assert random.end_s == pytest.approx((20.0 + 10.0) / 2)
     assert coverage.campaigns == 0
     assert pace_line([random, coverage]) == (
-        "throughput: random 1.62 runs/min, 5.0 faults/min (runs 90% of campaign time; idle: "
+        "throughput: random 1.62 runs/min, 5.0 faults per min (runs 90% of campaign time; idle: "
         "start 4.0 s, between runs 1.1 s, end 15.0 s, budget unused 20.0 s); "
         "coverage no campaign ran"
     )

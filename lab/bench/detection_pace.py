@@ -4,7 +4,7 @@ between runs, its end after the last, and the budget a campaign that found nothi
 unused (it starts no run that would not fit in what is left).
 
     paces(cells, generators, budget_s)   one Pace per generator, over its campaigns that ran
-    pace_line(paces)                     "throughput: random 2.3 runs/min, 16.1 faults/min …"
+    pace_line(paces)                     "throughput: random 2.3 runs/min, 16.1 faults per min …"
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ def pace_line(found: Sequence[Pace]) -> str:
         ]
         parts.append(
             f"{pace.generator} {pace.runs_per_min:.2f} runs/min, "
-            f"{pace.faults_per_min:.1f} faults/min (runs {pace.busy:.0%} of campaign time"
+            f"{pace.faults_per_min:.1f} faults per min (runs {pace.busy:.0%} of campaign time"
             + (f"; idle: {', '.join(idle)}" if idle else "")
             + ")"
         )

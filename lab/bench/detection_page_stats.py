@@ -52,7 +52,7 @@ def pace_lines(found: Sequence[Pace]) -> list[str]:
         "to its end (median), and the budget a campaign that found nothing left unused "
         "(median: it starts no run that would not fit in what is left).",
         "",
-        "| generator | campaigns | runs | runs/min | faults | faults/min | in runs | start | "
+        "| generator | campaigns | runs | runs/min | faults | faults per min | in runs | start | "
         "between runs | end | budget unused |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
