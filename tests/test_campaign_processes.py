@@ -98,7 +98,8 @@ def test_the_same_campaign_as_a_pytest_session_with_xdist(tmp_path: Path) -> Non
     result = subprocess.run(
         [
             *(sys.executable, "-m", "pytest", "scenarios/test_campaign.py", "-q", "-n", "2"),
-            *("-p", "no:cacheprovider", "--lab-campaign", "30s"),
+            # a budget a busy machine's start of two xdist workers does not use up
+            *("-p", "no:cacheprovider", "--lab-campaign", "75s"),
             *("--lab-campaign-scenarios", "single-node-crash", "--lab-campaign-seed", "5"),
             *("--lab-campaign-out", str(out), "--lab-failures-dir", str(tmp_path / "db")),
         ],
@@ -113,7 +114,7 @@ def test_the_same_campaign_as_a_pytest_session_with_xdist(tmp_path: Path) -> Non
     assert campaign["request"]["seed"] == 5 and campaign["counts"]["runs"] >= 2
     assert campaign["counts"]["held"] == campaign["counts"]["runs"]
     assert "lab campaign:" in result.stdout and str(out) in result.stdout
-    lab = CampaignRequest(budget_s=30, seed=5, scenarios=("single-node-crash",))
+    lab = CampaignRequest(budget_s=75, seed=5, scenarios=("single-node-crash",))
     cells, _ = lab.cells()
     planned = {d.seed for d in islice(lab.draws(cells), 20)}
     assert {r["seed"] for r in campaign["runs"]} <= planned  # one plan behind both doors

@@ -272,8 +272,10 @@ class CoverageGuide:
         workload = (draw_heavy_workload if heavy else draw_workload)(base.workload, self.rng)
         loaded = replace(base, workload=workload)
         schedule, names = pattern_schedule(loaded, self.rng)
+        if not names:  # no pattern fits this cell's target and backend: nothing was made
+            return self._fresh(number, draw, 0)
         spec = loaded.with_schedule(schedule)
-        if not names or self.check(spec) is not None:
+        if self.check(spec) is not None:
             self.discarded["pattern"] += 1
             return self._fresh(number, draw, 1)
         return Proposal(number, draw.cell, draw.seed, "pattern", spec, patterns=names)

@@ -191,7 +191,7 @@ class Prediction:
             found.append(("two-masters", "two nodes were MASTER at the same time"))
         elif self.two_masters == "beyond-lease":
             known = timings or Timings(broker_ref_timings(GroupSettings(), 3))
-            lease = known.bound(LEASE_WORK_S, ("silence", "election"))
+            lease = known.bound(LEASE_WORK_S, ["silence", "election"])  # (not a kind pair)
             if metrics.two_masters_longest_s > lease.seconds:
                 found.append(
                     (
