@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import socket
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 from faults.catalog import FAULTS
@@ -107,3 +111,37 @@ def test_the_catalog_makes_a_docker_cluster_without_an_engine(tmp_path: Path) ->
 
     made = make_cluster("docker", NoTarget(), Topology(nodes=1), Durability(), tmp_path)
     assert isinstance(made, DockerCluster)
+
+
+def test_an_engine_that_refuses_leaves_no_socket_warning() -> None:
+    """docker-py leaves its socket open when the engine refuses the first call; collected
+    later it would print a ResourceWarning beside the lab's one-line error."""
+    # a short folder: a socket path's length is limited
+    with tempfile.TemporaryDirectory(prefix="lab-sock-") as short:
+        refusing = Path(short) / "refusing.sock"
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as bound:
+            bound.bind(str(refusing))  # a socket file nobody listens on: connections are refused
+        _assert_refused_quietly(refusing)
+
+
+def _assert_refused_quietly(refusing: Path) -> None:
+    code = (
+        "import gc\n"
+        "from lab.backends.docker.engine import connect\n"
+        "from lab.ground.errors import SetupError\n"
+        "try:\n"
+        "    connect(timeout_s=5)\n"
+        "except SetupError as exc:\n"
+        "    print('refused' if 'no Docker engine answers' in str(exc) else exc)\n"
+        "gc.collect()\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-W", "default", "-c", code],
+        env={**os.environ, "DOCKER_HOST": f"unix://{refusing}"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.stdout.strip() == "refused", result
+    assert result.stderr == "", result.stderr

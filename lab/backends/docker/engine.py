@@ -11,10 +11,12 @@ so several test workers asking at once install and start one engine.
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import shutil
 import subprocess
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeAlias
@@ -52,8 +54,22 @@ def connect(timeout_s: float = 60.0) -> docker.DockerClient:
         client = docker.from_env(timeout=int(timeout_s))
         client.ping()
     except (DockerException, RequestException) as exc:
-        raise SetupError(f"no Docker engine answers at {_where()}: {exc}") from exc
-    return client
+        refused = f"no Docker engine answers at {_where()}: {exc}"
+    else:
+        return client
+    # Outside the handler: the exception's frames hold the socket until then.
+    _drop_refused_socket()
+    raise SetupError(refused)
+
+
+def _drop_refused_socket() -> None:
+    """Collect the socket docker-py leaves open when the engine refuses its first call.
+
+    docker-py keeps no handle to it, so nothing can close it; collected later, it would
+    print a ResourceWarning on the user's stderr beside the lab's one-line error."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=ResourceWarning, message="unclosed <socket")
+        gc.collect()
 
 
 def engine_answers() -> bool:
