@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from lab.judge.result import ReplayOf
     from lab.run.cluster import RunParts
 
-__all__ = ["register"]
+__all__ = ["register", "replay_spec"]
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Commands:
@@ -153,18 +153,27 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     except UsageError as exc:
         raise InputError(f"{source.spec}: {exc}") from None
     runs_dir = args.runs_dir or source.path.parent.parent
-    return _replay(spec, parts, runs_dir, ReplayOf.read(source.path), args.times)
+    return replay_spec(spec, parts, runs_dir, ReplayOf.read(source.path), args.times)
 
 
-def _replay(spec: RunSpec, parts: RunParts, runs_dir: Path, original: ReplayOf, times: int) -> int:
-    """Exit 0: a held run held every time; 1: a violation came back (or a held run broke);
-    4: the original violation never came back (did not reproduce)."""
+def replay_spec(
+    spec: RunSpec,
+    parts: RunParts,
+    runs_dir: Path,
+    original: ReplayOf,
+    times: int,
+    said_as: str = "replay",
+) -> int:
+    """Run `spec` `times` times and compare each outcome with `original`'s, printing a line
+    per run and a last line `SAID_AS: …`. Exit 0: a held run held every time; 1: a violation
+    came back (or a held run broke); 4: the original violation never came back (did not
+    reproduce)."""
     from lab.run.progress import progress_for
     from lab.run.runner import run_scenario
 
     kinds = ", ".join(original.violations) or "none"
     print(
-        f"lab: replaying {original.folder} ({original.verdict}: {kinds}) {times} time(s)",
+        f"lab: running {original.folder} ({original.verdict}: {kinds}) again, {times} time(s)",
         file=sys.stderr,
     )
     again = 0
@@ -179,12 +188,12 @@ def _replay(spec: RunSpec, parts: RunParts, runs_dir: Path, original: ReplayOf, 
         said = "reproduced" if came_back else "did not reproduce"
         print(f"{number}/{times}: {outcome.summary} — {said}")
     if original.verdict == "held":
-        print(f"replay: held {again}/{times}")
+        print(f"{said_as}: held {again}/{times}")
         return 0 if again == times else 1
     if again == 0:
-        print(f"replay: did not reproduce (0/{times}): the original's {kinds} never came back")
+        print(f"{said_as}: did not reproduce (0/{times}): the original's {kinds} never came back")
         return 4
-    print(f"replay: reproduced {again}/{times} ({kinds})")
+    print(f"{said_as}: reproduced {again}/{times} ({kinds})")
     return 1
 
 
