@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import run_lab
 
+from lab.backends.toxiproxy import SERVER_VERSION
 from lab.campaign.failures import Failure, FailureDB, Outcome, failure_id
 from lab.campaign.plan import CampaignRequest, nightly_seed
 from lab.campaign.summary import CampaignSummary, read_campaign, write_campaign
@@ -42,6 +43,7 @@ def test_the_plan_gives_the_nights_seed_shards_and_backends(tmp_path: Path) -> N
         "shards": "[1,2,3]",
         "backends": '["process","docker"]',  # ssh needs a hosts file: said, and left out
         "allure-cli": ALLURE_COMMANDLINE_VERSION,
+        "toxiproxy": SERVER_VERSION,  # what a campaign job builds
     }
     assert _outputs(github_output.read_text()) == {"earlier": "1", **printed}
     assert "skipped random · broker_ref · ssh" in done.stderr

@@ -49,6 +49,7 @@ class NightPlan:
     cells: tuple[Cell, ...]
     skipped: tuple[str, ...]
     allure_cli: str  # the Allure command line's version (a CI cache key)
+    toxiproxy: str  # the Toxiproxy server's version, for a CI job to build
 
     def outputs(self) -> list[tuple[str, str]]:
         """What the workflow's later jobs take from the plan, as (key, value)."""
@@ -58,16 +59,17 @@ class NightPlan:
             ("shards", json.dumps(list(range(1, self.shards + 1)), separators=(",", ":"))),
             ("backends", json.dumps(list(self.backends), separators=(",", ":"))),
             ("allure-cli", self.allure_cli),
+            ("toxiproxy", self.toxiproxy),
         ]
 
 
-def plan_night(request: CampaignRequest, shards: int, allure_cli: str) -> NightPlan:
+def plan_night(request: CampaignRequest, shards: int, allure_cli: str, toxiproxy: str) -> NightPlan:
     """The night as `request` (its seed the night's) split into `shards` shards."""
     if not 1 <= shards <= MAX_SHARDS:
         raise UsageError(f"--shards {shards}: give a number of shards from 1 to {MAX_SHARDS}")
     cells, skipped = request.cells()  # every name checked; a night that can run nothing refused
     backends = tuple(b for b in request.backends if any(c.backend == b for c in cells))
-    return NightPlan(request.seed, shards, backends, cells, skipped, allure_cli)
+    return NightPlan(request.seed, shards, backends, cells, skipped, allure_cli, toxiproxy)
 
 
 @dataclass(frozen=True)

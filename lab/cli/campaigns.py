@@ -53,7 +53,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Comman
         "steered to new behaviour)",
     )
     campaign.add_argument("--out", type=Path, help="the campaign folder (default campaigns/…)")
-    campaign.add_argument("--failures-dir", type=Path, default=DEFAULT_FAILURES)
+    campaign.add_argument(
+        "--failures-dir",
+        type=Path,
+        default=DEFAULT_FAILURES,
+        metavar="DIR",
+        help="the failure database it replays first and records into",
+    )
     campaign.add_argument("--no-report", action="store_true", help="skip the Spark report")
     campaign.add_argument(
         "--stop-at-first-broken",
@@ -64,7 +70,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Comman
     shrink = sub.add_parser(
         "shrink", help="the smallest schedule that still shows a run's violation (delta debugging)"
     )
-    shrink.add_argument("run_dir", type=Path)
+    shrink.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="the failing run's folder")
     shrink.add_argument("--budget", default="10m", help="e.g. 10m (default), 1h")
     shrink.add_argument(
         "--tries", type=int, default=3, help="reruns per candidate; kept if any reproduces (3)"

@@ -53,7 +53,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Comman
         help="join failure records made elsewhere (a nightly's downloaded `failures` "
         "artifact, a folder or a zip) into the database; nothing newer is overwritten",
     )
-    imported.add_argument("artifacts", nargs="+", type=Path, metavar="ARTIFACT")
+    imported.add_argument(
+        "artifacts",
+        nargs="+",
+        type=Path,
+        metavar="ARTIFACT",
+        help="a downloaded `failures` artifact: a folder of records, or its zip",
+    )
     imported.add_argument(
         "--runs",
         type=Path,

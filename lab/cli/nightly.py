@@ -62,7 +62,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Comman
         help="the shards' downloaded artifacts joined: every `campaign-*` folder into one "
         "campaign folder, every `failures-*` database into the failure database",
     )
-    merge.add_argument("downloads", type=Path, metavar="DOWNLOADS")
+    merge.add_argument(
+        "downloads",
+        type=Path,
+        metavar="DOWNLOADS",
+        help="the folder the shards' artifacts were downloaded into, side by side",
+    )
     merge.add_argument("--out", type=Path, required=True, help="the night's campaign folder (new)")
     merge.add_argument(
         "--failures-dir",
@@ -105,6 +110,7 @@ def _write_outputs(pairs: Sequence[tuple[str, str]], github_output: Path | None)
 
 
 def _plan(args: argparse.Namespace) -> int:
+    from lab.backends.toxiproxy import SERVER_VERSION
     from lab.campaign.night import plan_night
     from lab.campaign.plan import CampaignRequest, nightly_seed, parse_budget
     from lab.ground.spec import parse_seed
@@ -118,7 +124,7 @@ def _plan(args: argparse.Namespace) -> int:
         backends=_names(args.backends),
         modes=_names(args.mode),
     )
-    plan = plan_night(request, args.shards, ALLURE_COMMANDLINE_VERSION)
+    plan = plan_night(request, args.shards, ALLURE_COMMANDLINE_VERSION, SERVER_VERSION)
     _appendable(args.github_output, "--github-output")
     legs = plan.shards * len(plan.backends)
     say(

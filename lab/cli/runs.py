@@ -22,7 +22,7 @@ __all__ = ["register", "replay_spec"]
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Commands:
     """Add this part's subcommands to `sub`; return their handlers by name."""
     run = sub.add_parser("run", help="run a scenario (or an incident file) into a new run folder")
-    run.add_argument("scenario", nargs="?")
+    run.add_argument("scenario", nargs="?", help="a scenario of `lab list` (or none, with --spec)")
     run.add_argument(
         "--spec",
         type=Path,
@@ -50,7 +50,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Comman
         "--mode",
         help="replicated-group or active-passive (default: the scenario's own; `lab list`)",
     )
-    run.add_argument("--runs-dir", type=Path, default=DEFAULT_RUNS_DIR)
+    run.add_argument(
+        "--runs-dir",
+        type=Path,
+        default=DEFAULT_RUNS_DIR,
+        metavar="DIR",
+        help="where the run folder goes (default runs/)",
+    )
     run.add_argument(
         "--durability",
         metavar="MASTER_SYNC,REPLICA_SYNC,ACK_POLICY",
@@ -64,7 +70,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Comman
     )
 
     replay = sub.add_parser("replay", help="run a recorded spec and schedule again")
-    replay.add_argument("run_dir", type=Path)
+    replay.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a run folder")
     replay.add_argument(
         "--times",
         type=int,
@@ -77,7 +83,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Comman
     sub.add_parser("list", help="list the scenarios and targets, and where each comes from")
 
     check = sub.add_parser("check", help="check a history (or a run folder) for lost messages")
-    check.add_argument("path", type=Path)
+    check.add_argument("path", type=Path, metavar="PATH", help="a history.jsonl or a run folder")
     check.add_argument("--json", action="store_true", help="print the result as one JSON object")
 
     return {"run": _cmd_run, "replay": _cmd_replay, "list": _cmd_list, "check": _cmd_check}
