@@ -13,6 +13,7 @@ refused in one line before anything runs.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -286,7 +287,8 @@ def failure_command(failure: str, failures_dir: Path, env: Mapping[str, str]) ->
             f"gh run download {run} -R {repository} -n failures -D {fetched} && "
             f"{lab} failures import {fetched} && {lab} failures reproduce {failure}"
         )
-    where = "" if failures_dir == Path(".lab/failures") else f" --failures-dir {failures_dir}"
+    default = failures_dir == Path(".lab/failures")
+    where = "" if default else f" --failures-dir {shlex.quote(str(failures_dir.absolute()))}"
     return f"{lab} failures reproduce {failure}{where}"
 
 

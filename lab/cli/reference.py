@@ -55,7 +55,7 @@ a violation reproduced (a replay, a failure) |
 SEE_ALSO = {
     "run": "[Getting started](getting-started.md), [Incidents](campaigns.md#incidents-as-files)",
     "replay": "[Replays](campaigns.md#replays)",
-    "list": "[Scenarios](scenarios.md), [The lab as a library](library.md)",
+    "list": "[Scenarios](./scenarios.md), [The lab as a library](library.md)",
     "check": "[The checker](run-folder.md#the-queue-checker-lab-check)",
     "campaign": "[Campaigns](campaigns.md#campaigns), [Guided campaigns](campaigns-guided.md)",
     "failures": "[The failure database](campaigns.md#the-failure-database)",
