@@ -123,7 +123,7 @@ def test_the_example_night_finds_a_planted_bug_and_a_laptop_reproduces_it(
     # the reports: Spark over the night's runs, Allure with its Trend kept for the next night
     report = night(repo, "lab", "report", "night/runs", "--out", "night/report", timeout=1800)
     assert report.returncode == 0, report.stderr[-3000:]
-    assert (repo / "night" / "report" / "index.html").is_file()
+    assert (repo / "night" / "report" / "report.html").is_file()
     allure = night(
         repo, "lab", "allure", "allure-results", "--out", "night/allure-report",
         "--keep-history", ".lab/allure-history", timeout=1800,
