@@ -135,7 +135,7 @@ def test_the_install_line_at_the_tag_from_a_folder_of_its_own(tmp_path: Path) ->
     subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True, timeout=300)
     subprocess.run(["git", "-C", str(clone), "tag", "-f", TAG], check=True, capture_output=True)
     (line,) = [x for x in _install_lines() if "[" not in x.split(" @ ")[0]]
-    words = shlex.split(line.replace(_repository(), f"file://{clone}"))
+    words = shlex.split(line.replace(_repository(), f"file://localhost{clone}"))
     app = tmp_path / "app"
     shutil.copytree(ROOT / "examples", app, ignore=shutil.ignore_patterns("__pycache__"))
     venv = app / ".venv"
