@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from lab.campaign.session import CampaignSession
     from lab.campaign.summary import CampaignSummary
 
-__all__ = ["campaign_choices", "failure_command"]
+__all__ = ["campaign_choices", "failure_command", "rerun_line"]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -290,6 +290,20 @@ def failure_command(failure: str, failures_dir: Path, env: Mapping[str, str]) ->
     default = failures_dir == Path(".lab/failures")
     where = "" if default else f" --failures-dir {shlex.quote(str(failures_dir.absolute()))}"
     return f"{lab} failures reproduce {failure}{where}"
+
+
+def rerun_line(record: Any, out_dir: Path, failures_dir: Path, env: Mapping[str, str]) -> str:
+    """What reproduces a campaign's test (a RunRecord): its failure, from the failure
+    database; else its run's own `reproduce` line (the run's backend, target and mode)."""
+    if record.failure is not None:
+        return failure_command(record.failure, failures_dir, env)
+    import json
+
+    try:
+        result = json.loads((out_dir / str(record.folder) / "result.json").read_text("utf-8"))
+    except (OSError, ValueError):
+        return ""
+    return str(result.get("reproduce") or "")
 
 
 def found_out(config: pytest.Config) -> str:

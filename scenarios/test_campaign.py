@@ -18,7 +18,7 @@ import pytest
 
 from lab.campaign.session import CampaignSession, OutOfBudget
 from lab.campaign.tasks import Task
-from lab.pytest_campaign import failure_command
+from lab.pytest_campaign import rerun_line
 from lab.reporting.allure_categories import violations_text
 
 
@@ -32,10 +32,8 @@ def test_campaign_run(
     for record in records:
         if record.folder is not None:
             # A failure is run again from the failure database; a held run by its own line.
-            again = None
-            if record.failure is not None:
-                again = failure_command(record.failure, lab_campaign.db.root, os.environ)
-            lab_report(lab_campaign.out_dir / record.folder, test_command=again)
+            again = rerun_line(record, lab_campaign.out_dir, lab_campaign.db.root, os.environ)
+            lab_report(lab_campaign.out_dir / record.folder, test_command=again or None)
     last = records[-1]
     said = violations_text(last.violations)  # Allure's categories match on it
     if campaign_task.failure is not None:

@@ -6,15 +6,17 @@ campaign's failing test runs it from the failure database."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from lab.ground.invocation import shown_command
-from lab.pytest_campaign import campaign_choices, failure_command
+from lab.pytest_campaign import campaign_choices, failure_command, rerun_line
 
 
 class _Config:
@@ -132,3 +134,25 @@ def test_a_failing_campaign_test_is_reproduced_from_the_failure_database(
         "gh run download 99 -R me/app -n failures -D nightly-failures-99 && "
         f"{lab} failures import nightly-failures-99 && {lab} failures reproduce abc123"
     )
+
+
+def test_a_campaign_test_is_reproduced_by_its_failure_or_by_its_runs_own_line(
+    tmp_path: Path,
+) -> None:
+    from lab.campaign.tasks import RunRecord
+
+    folder = tmp_path / "runs" / "random" / "x"
+    folder.mkdir(parents=True)
+    line = "lab run random --seed 5 --backend docker --mode active-passive"
+    (folder / "result.json").write_text(json.dumps({"reproduce": line}))
+    held = RunRecord(
+        1, "fresh", "random", "broker_ref", "docker", "active-passive", 5, "held", (), 20.0,
+        "runs/random/x",
+    )  # fmt: skip
+    assert rerun_line(held, tmp_path, Path(".lab/failures"), {}) == line
+    failed = replace(held, verdict="broken", violations=("lost",), failure="abc123")
+    assert rerun_line(failed, tmp_path, Path(".lab/failures"), {}).endswith(
+        "failures reproduce abc123"
+    )
+    gone = replace(held, folder="runs/random/missing")
+    assert rerun_line(gone, tmp_path, Path(".lab/failures"), {}) == ""
