@@ -8,8 +8,18 @@ A heal the target refuses in a state the run led it to (`HealRefused`) is record
 `ok: false` and a `fault.end` event with its `error` and `refused: true`, and the run goes
 on; any other failed heal is raised.
 
+A start whose selector finds no node at its moment (`@master` with no master or two, after
+waiting for an election: faults.selectors.Unresolved) is not applied: it is recorded as
+`ok: false` with the roles seen, a `fault.skipped` event says so, its stop finds nothing to
+heal, and the run goes on (the judge then cannot check the prediction: lab.judge.prediction).
+
 Starts that fall at one moment strike together: each on its own thread, once every
 selector is resolved (a slow `docker kill` must not leave the other victims standing).
+
+A start with a trigger (`when`: a new master, a replica catching up, a node rejoining) is
+armed at its time and strikes when the cluster shows it (read every TRIGGER_POLL_S), or at
+its deadline; `fault.armed` and `fault.trigger` events say when, and whether it fired or
+timed out. Its stop heals it `after_s` after it struck.
 
 Around a kill the nemesis reads each node's last transaction id (a `Reporting` cluster),
 unless other operations fall at the same moment (they must strike together):
@@ -20,9 +30,10 @@ follows with what each node held when the master went (docs/scenarios.md J1).
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import Any
@@ -30,7 +41,8 @@ from typing import Any
 from faults.abilities import Reporting, Roled
 from faults.catalog import FAULTS
 from faults.fault import Fault, HealRefused
-from faults.selectors import resolve_op
+from faults.selectors import Unresolved, resolve_op
+from faults.triggers import Armed, Watch
 from lab.ground.errors import LabError
 from lab.ground.events import Events, NoEvents
 from lab.ground.faultops import FaultOp
@@ -38,6 +50,7 @@ from lab.ground.faultops import FaultOp
 __all__ = ["HealStack", "Nemesis"]
 
 READS_TRANSACTIONS = frozenset({"kill"})  # faults around which node.txid events are recorded
+TRIGGER_POLL_S = 0.1  # how often the cluster is read while a fault waits for its trigger
 
 
 @dataclass(frozen=True)
@@ -90,8 +103,10 @@ class Nemesis:
         log: Callable[[dict[str, Any]], None] | None = None,
         clock_ns: Callable[[], int] = time.monotonic_ns,
         on_change: Callable[[str, FaultOp], None] | None = None,
+        selector_wait_s: float = 5.0,
     ) -> None:
         self.cluster = cluster
+        self.selector_wait_s = selector_wait_s  # how long a selector waits for its node
         self.faults = faults
         self.events: Events = events or NoEvents()
         self._log = log or (lambda entry: None)
@@ -154,15 +169,25 @@ class Nemesis:
                 self.events.emit("node.txid", name, fault=fault_id, moment=moment, txid=txid)
 
     def start(self, op: FaultOp) -> None:
-        self._strike(self._prepare(op))
+        struck = self._prepare(op)
+        if struck is not None:
+            self._strike(struck)
 
-    def _prepare(self, op: FaultOp, roles: dict[str, str | None] | None = None) -> _Struck:
+    def _prepare(self, op: FaultOp, roles: dict[str, str | None] | None = None) -> _Struck | None:
         """Resolve the op's selector, push its heal, and say it starts (nothing applied yet);
-        `roles`: the nodes' roles read once for a moment's starts."""
+        `roles`: the nodes' roles read once for a moment's starts. None: its selector found
+        no node, and the step is skipped (recorded, and said in a `fault.skipped` event)."""
         fault = self.faults[op.fault]
         roles = self._roles() if roles is None else roles
         try:
-            resolved = resolve_op(self.cluster, op)
+            resolved = resolve_op(self.cluster, op, wait_s=self.selector_wait_s)
+        except Unresolved as exc:
+            self._record(op, False, str(exc))
+            self.events.emit(
+                "fault.skipped", None, id=op.id, fault=op.fault, target=op.target, error=str(exc)
+            )
+            self._on_change("skipped", op)
+            return None
         except LabError as exc:
             self._record(op, False, str(exc))
             raise
@@ -205,7 +230,7 @@ class Nemesis:
         own thread, so one slow apply (`docker kill` waits for the container) does not leave
         the others standing meanwhile. The first error is raised once all have returned."""
         roles = self._roles()
-        prepared = [self._prepare(op, roles) for op in ops]
+        prepared = [s for s in (self._prepare(op, roles) for op in ops) if s is not None]
         errors: list[BaseException] = []
 
         def strike(struck: _Struck) -> None:
@@ -284,31 +309,92 @@ class Nemesis:
         tick: Callable[[], None] = lambda: None,
     ) -> None:
         """Apply each operation when its time comes (seconds after `started_at_ns`); starts
-        that fall at one moment strike together."""
-        moments: dict[float, list[FaultOp]] = {}
-        for op in sorted(schedule, key=lambda o: o.at_s):
-            moments.setdefault(op.at_s, []).append(op)
-        for at_s, ops in moments.items():
-            self.reads_between = len(ops) == 1
-            due = started_at_ns + int(at_s * 1e9)
-            while self._clock_ns() < due:
-                if not keep_going():
-                    return
-                tick()
-                time.sleep(min(0.05, max(0.0, (due - self._clock_ns()) / 1e9)))
-            # In schedule order; starts next to each other strike together.
-            starts: list[FaultOp] = []
-            for step in [*ops, None]:
-                if step is not None and step.action == "start":
-                    starts.append(step)
-                    continue
-                if len(starts) > 1:
-                    self.strike_together(starts)
-                elif starts:
-                    self.start(starts[0])
-                starts = []
-                if step is not None:
-                    self.stop(step)
+        that fall at one moment strike together. A start with a trigger (`when`) is armed
+        at its time and strikes when the cluster does what it waits for, or at its deadline;
+        its stop comes `after_s` after it struck (faults.triggers)."""
+        order = itertools.count()  # ties in time keep the schedule's order
+        timed = [
+            (op.at_s, next(order), op)
+            for op in sorted(schedule, key=lambda o: o.at_s)
+            if op.after_s is None
+        ]
+        relative = {op.id: op for op in schedule if op.after_s is not None}
+        watch = Watch(self.cluster)
+        armed: list[Armed] = []
+        while timed or armed:
+            if armed:
+                self._fire(armed, watch, started_at_ns, timed, relative, order)
+            timed.sort()
+            if timed and self._clock_ns() >= started_at_ns + int(timed[0][0] * 1e9):
+                at_s = timed[0][0]
+                ops = [op for t, _, op in timed if t == at_s]
+                timed = [entry for entry in timed if entry[0] != at_s]
+                self._moment(at_s, ops, watch, armed)
+                continue
+            if not keep_going():
+                return
+            tick()
+            wait_s = TRIGGER_POLL_S if armed else 0.05
+            if timed:
+                left = (started_at_ns + int(timed[0][0] * 1e9) - self._clock_ns()) / 1e9
+                wait_s = min(wait_s, max(0.0, left))
+            time.sleep(wait_s)
+
+    def _moment(self, at_s: float, ops: list[FaultOp], watch: Watch, armed: list[Armed]) -> None:
+        """The operations planned for one moment, in schedule order: starts next to each
+        other strike together; a start that waits is armed instead."""
+        self.reads_between = len(ops) == 1
+        starts: list[FaultOp] = []
+        for step in [*ops, None]:
+            if step is not None and step.action == "start" and step.when is not None:
+                armed.append(watch.arm(step, at_s))
+                self.events.emit("fault.armed", None, id=step.id, when=step.when)
+                continue
+            if step is not None and step.action == "start":
+                starts.append(step)
+                continue
+            if len(starts) > 1:
+                self.strike_together(starts)
+            elif starts:
+                self.start(starts[0])
+            starts = []
+            if step is not None:
+                self.stop(step)
+
+    def _fire(
+        self,
+        armed: list[Armed],
+        watch: Watch,
+        started_at_ns: int,
+        timed: list[tuple[float, int, FaultOp]],
+        relative: Mapping[str, FaultOp],
+        order: Iterator[int],
+    ) -> None:
+        """Strike every armed start whose trigger fired (or whose deadline came), and plan
+        its stop `after_s` later."""
+        now_s = (self._clock_ns() - started_at_ns) / 1e9
+        seen = watch.look()
+        for waiting in list(armed):
+            fired = waiting.fired(seen)
+            if not fired and now_s < waiting.deadline_s:
+                continue
+            armed.remove(waiting)
+            op = waiting.op
+            self.events.emit(
+                "fault.trigger",
+                None,
+                id=op.id,
+                when=op.when,
+                fired=fired,
+                waited_s=round(now_s - waiting.armed_s, 3),
+            )
+            self.reads_between = True
+            self.start(op)
+            stop = relative.get(op.id)
+            if stop is not None:  # `after_s` from when it was applied
+                struck_s = (self._clock_ns() - started_at_ns) / 1e9
+                heal_at = round(struck_s + (stop.after_s or 0.0), 3)
+                timed.append((heal_at, next(order), replace(stop, at_s=heal_at)))
 
     def heal_all(self) -> None:
         """Heal every fault still applied, newest first; tries every heal even if one fails."""

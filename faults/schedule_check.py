@@ -185,8 +185,29 @@ def check_schedule(
                     f"{where}: heals {op.fault} {op.target}, but {op.id} started as "
                     f"{start.fault} {start.target}"
                 )
+            problem = _trigger_problem(start, op)
+            if problem is not None:
+                raise UsageError(f"{where}: {problem}")
             stopped[op.id] = op
     _check_links_one_at_a_time(started, stopped, duration_s)
+
+
+def _trigger_problem(start: FaultOp, stop: FaultOp) -> str | None:
+    """A triggered start's heal comes `after_s` after it struck, and its time is the latest
+    that can be; a heal of a start without a trigger comes at its time."""
+    if start.when is None:
+        if stop.after_s is not None:
+            return f"after_s is for the heal of a fault with `when` ({start.id} has none)"
+        return None
+    if stop.after_s is None:
+        return f"the heal of a fault with `when` ({start.when}) needs after_s"
+    latest = round(start.at_s + start.within_s + stop.after_s, 3)
+    if abs(stop.at_s - latest) > 1e-3:
+        return (
+            f"at_s must be the latest the heal can come ({latest:g} s: the fault's at_s, "
+            f"within_s and after_s), not {stop.at_s:g}"
+        )
+    return None
 
 
 def _check_links_one_at_a_time(

@@ -11,6 +11,11 @@ A selector may also stand inside a link name (`client_to_@master`, `@master_to_@
 and a `partition`'s `sides` parameter may use them too ("@master|@replica:1").
 The resolved names go into schedule.jsonl's applied entry and into the heal, so a
 fault is healed on the node it hit even if the roles have changed since.
+
+When the roles do not let a selector pick a node (no master, two masters, too few replicas
+answering, nothing removed), `resolve_op` waits up to 5 s for an election under way, then
+raises `Unresolved`: the nemesis records that step as not applied and the run goes on
+(faults.nemesis).
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from faults.abilities import as_removable, as_roled
 from lab.ground.errors import ClusterError, UsageError
 from lab.ground.faultops import FaultOp
 
-__all__ = ["REMOVED", "has_selector", "resolve_name", "resolve_op", "split_sides"]
+__all__ = ["REMOVED", "Unresolved", "has_selector", "resolve_name", "resolve_op", "split_sides"]
 
 REMOVED = "@removed"
 
@@ -35,6 +40,11 @@ _SIDES_PARAM = "sides"
 
 class _NotYet(ClusterError):
     """The roles do not (yet) let a selector pick a node."""
+
+
+class Unresolved(ClusterError):
+    """A selector found no node to pick at its moment, after waiting: the roles (or the
+    removals) the cluster showed, in the message."""
 
 
 def _is_selector(name: str) -> bool:
@@ -120,7 +130,7 @@ def resolve_op(
     if op.target == REMOVED:
         removed = as_removable(cluster, op.fault).removed_nodes()
         if not removed:
-            raise ClusterError(f"fault {op.id}: {REMOVED}: no node has been removed")
+            raise Unresolved(f"fault {op.id}: {REMOVED}: no node has been removed")
         return replace(op, target=removed[-1])
     roled = as_roled(cluster, op.fault)
     deadline = clock() + wait_s
@@ -130,5 +140,7 @@ def resolve_op(
             return _resolved(op, roles)
         except _NotYet as exc:
             if clock() >= deadline:
-                raise ClusterError(f"fault {op.id}: cannot resolve {exc}") from None
+                raise Unresolved(
+                    f"fault {op.id}: cannot resolve {exc} after waiting {wait_s:g} s"
+                ) from None
         sleep(0.05)

@@ -58,14 +58,8 @@ from lab.library import Runnable, run
 from lab.run.runner import RunOutcome
 from lab.targets.broker_ref import BrokerRefTarget
 from lab.targets.broker_ref import node_config as broker_ref_config
-from lab.targets.protocol import (
-    ContainerLaunch,
-    LogRecord,
-    RestManagement,
-    Target,
-    Versioned,
-    parse_oplog_line,
-)
+from lab.targets.log_lines import LogRecord, parse_oplog_line
+from lab.targets.protocol import ContainerLaunch, RestManagement, Target, Versioned
 from scenarios.base import Scenario, ScheduleFn, fault_window, scheduled, uniform
 
 __all__ = [

@@ -21,6 +21,7 @@ from lab.backends.catalog import make_cluster
 from lab.ground.cluster_settings import ACTIVE_PASSIVE
 from lab.ground.errors import UsageError
 from lab.ground.events import Events
+from lab.ground.extras import DOCKER, HOSTS, Extra, require
 from lab.ground.nodes import TargetTraits
 from lab.ground.spec import BACKENDS, TARGETS, RunSpec
 from lab.judge.bounds import Timings
@@ -37,6 +38,9 @@ if TYPE_CHECKING:
 __all__ = ["clock_mode", "judging_of", "parts_for", "parts_of", "read_hosts"]
 
 CLOCK_FAULTS = frozenset({"clock_jump", "clock_drift", "clock_strobe"})
+
+
+_BACKEND_EXTRAS: dict[str, Extra] = {"docker": DOCKER, "ssh": HOSTS}
 
 
 def read_hosts(backend: str, hosts_file: Path | None) -> Inventory | None:
@@ -78,6 +82,8 @@ def parts_of(
     """As parts_for, for a scenario given as an object rather than by name."""
     if backend not in BACKENDS:
         raise UsageError(f"unknown backend {backend!r} (known: {', '.join(BACKENDS)})")
+    if backend in _BACKEND_EXTRAS:  # before anything is read or fetched
+        require(_BACKEND_EXTRAS[backend], f"the {backend} backend (--backend {backend})")
     node_target = make_target(target)
     traits = traits_of(node_target)
     if mode is None and traits.activates_itself and ACTIVE_PASSIVE in scenario.modes:

@@ -22,7 +22,8 @@ from pathlib import Path
 
 from lab.compose import parts_for, parts_of
 from lab.ground.errors import LabError, UsageError
-from lab.ground.spec import Durability, RunSpec, split_target
+from lab.ground.spec import Durability, RunSpec
+from lab.ground.spec_words import split_target
 from lab.run.cluster import RunParts
 from lab.run.incident import load_incident
 from lab.run.progress import Progress
@@ -126,7 +127,33 @@ def run(
     hosts_file: Path | None = None,
     settings: Mapping[str, str] | None = None,
 ) -> RunOutcome:
-    """Plan the run and run it into a new folder under `runs_dir`."""
+    """Run a scenario, an incident file or a `Scenario` into a new folder under `runs_dir`,
+    as `lab run` does; what it cannot run is refused before anything starts.
+
+    Parameters:
+        what: a scenario's name (the lab's own or an installed package's: `lab list`), a
+            `Path` to an incident file (TOML or JSON: docs/campaigns.md), or a `Scenario`
+            object.
+        runs_dir: the folder the run folder goes under (`<runs_dir>/<scenario>/<time>-<seed>`).
+        seed: the seed of the run's random generator, hence its schedule (None: 0). An
+            incident file gives its own.
+        backend: `process`, `docker` or `ssh` (with `hosts_file`).
+        target: `NAME` or `NAME@VERSION` (`lab list` shows the targets and versions).
+        mode: the HA design for a scenario with a twin (`active-passive`); None: its own.
+        durability: the group's durability, in place of the scenario's.
+        progress: where the run says what happens (phases, faults); None: nowhere.
+        hosts_file: the hosts file of the `ssh` backend (docs/hosts.md).
+        settings: the target's own settings (`--target-setting KEY=VALUE`).
+
+    Returns:
+        What the run left: its verdict, checker's result, figures, events and folder.
+
+    Raises:
+        UsageError: what `lab run` refuses (an unknown name, a fault the backend cannot
+            apply, a target that cannot form the group …), before anything starts.
+        SetupError: something the run needs cannot be installed or found.
+        PluginError: an entry point that cannot be loaded.
+    """
     planned = plan_run(
         what,
         seed=seed,

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from lab.ground.spec import parse_seed
+from lab.ground.spec_words import parse_seed
 
 if TYPE_CHECKING:
     from lab.campaign.session import CampaignSession

@@ -36,7 +36,8 @@ import pytest
 
 from lab.ground.cluster_settings import MODES
 from lab.ground.errors import LabError
-from lab.ground.spec import BACKENDS, parse_seed
+from lab.ground.spec import BACKENDS
+from lab.ground.spec_words import parse_seed
 
 __all__ = ["DEFAULT_SEED"]
 
@@ -135,7 +136,8 @@ def lab_run(
     (lab.library) — into the test's own runs folder and return its RunOutcome; a run that
     cannot be made there is skipped with the one-line reason the CLI gives."""
     from lab.ground.errors import SetupError, UsageError
-    from lab.ground.spec import Durability, parse_target_settings
+    from lab.ground.spec import Durability
+    from lab.ground.spec_words import parse_target_settings
     from lab.library import index_target, label_of, plan_run
     from lab.pytest_targets import rerun_command
     from lab.run.runner import run_scenario

@@ -13,7 +13,16 @@ from lab.ground.nodes import BROKER_REF_TRAITS, TargetTraits
 from lab.ground.spec import Durability, GroupSettings, RunSpec, Topology, Workload
 from lab.judge.prediction import Prediction
 
-__all__ = ["WORK_S", "Scenario", "ScheduleFn", "fault_window", "scheduled", "spaced_out", "uniform"]
+__all__ = [
+    "WORK_S",
+    "Scenario",
+    "ScheduleFn",
+    "fault_when",
+    "fault_window",
+    "scheduled",
+    "spaced_out",
+    "uniform",
+]
 
 # What a bound on the service's return adds to the run's timeouts it names
 # (lab.judge.bounds): the brokers' and the clients' own work on the way back (a new
@@ -22,10 +31,39 @@ WORK_S = 2.0
 
 
 ScheduleFn = Callable[[RunSpec, random.Random], tuple[FaultOp, ...]]
+"""A scenario's schedule: the run's spec and its one seeded random generator in, the fault
+operations out (`fault_window` pairs, or `FaultOp`s). A pure function: the same seed always
+gives the same schedule, so a run can be replayed."""
 
 
 @dataclass(frozen=True)
 class Scenario:
+    """A situation to put a broker in, and what the documents predict of it: frozen data.
+
+    Parameters:
+        name: its name, as `lab run NAME` and `lab list` say it (an entry point of the
+            `lab.scenarios` group must be registered under this name).
+        summary: one line: what the run does, shown by `lab list`.
+        prediction: what must hold for the verdict `held` (`Prediction`).
+        schedule: the faults, as a function of the spec and the run's seeded random
+            generator (`ScheduleFn`; `scheduled(…)` for one that is the same every seed).
+        topology: how many nodes (`Topology`; n1, n2 …).
+        workload: the clients: producers, consumers, rate, how long the load lasts.
+        durability: the sync and acknowledgement policies the group runs with.
+        group: the HA group's settings and its design (`mode`).
+        predict: when the prediction depends on the run's settings (the durability
+            triplet): the prediction for a spec, in place of `prediction`.
+        backends: the backends whose clusters can apply every fault of the schedule.
+        twin: the same situation in the other HA design (`--mode`).
+        needs_spec: its schedule comes from an incident file only (`lab run --spec`).
+        paced: its faults follow one another, each once the node before is back (a
+            rolling restart): a target with longer restarts gets them spaced out.
+        heal_after_restart: faults whose heal comes once a restarted node is back: a
+            target with longer restarts gets those heals later.
+        self_activated: the variant a target whose brokers activate themselves (Artemis)
+            runs, with the prediction the documents make of it.
+    """
+
     name: str
     summary: str
     prediction: Prediction
@@ -162,25 +200,95 @@ def fault_window(
     fault_id: str,
     **params: int | float | str | bool,
 ) -> tuple[FaultOp, FaultOp]:
-    """A fault applied at `start_s` and healed `duration_s` later."""
-    return (
-        FaultOp(
-            at_s=start_s, action="start", fault=fault, target=target, id=fault_id, params=params
-        ),
-        FaultOp(
-            at_s=start_s + duration_s,
-            action="stop",
-            fault=fault,
-            target=target,
-            id=fault_id,
-            params=params,
-        ),
+    """A fault applied at `start_s` and healed `duration_s` later: its two operations.
+
+    Parameters:
+        fault: the fault's name (`kill`, `pause`, `partition` …: docs/faults.md).
+        target: what it strikes: a node (`n2`), a role resolved when it is applied
+            (`@master`, `@replica:1`), a link (`client_to_@master`), or `group`.
+        start_s: when it is applied, in seconds after the load started.
+        duration_s: how long it lasts: it is healed `duration_s` seconds after `start_s`
+            (a kill's node restarted, a pause resumed …). An incident file's step writes
+            the same as two moments, `start_s` and `end_s` (= start_s + duration_s).
+        fault_id: its id in the run (`f1` …): what a prediction's references name
+            (`f1`, `master@f1`, `f1:end`), and the schedule's lines.
+        **params: the fault's own parameters (`latency_ms=200`, `sides="n1|n2,n3"` …).
+
+    Returns:
+        The start operation and the stop (heal) operation.
+    """
+    start = FaultOp(
+        at_s=start_s, action="start", fault=fault, target=target, id=fault_id, params=params
     )
+    return start, replace(start, at_s=start_s + duration_s, action="stop")
+
+
+def fault_when(
+    when: str,
+    within_s: float,
+    fault: str,
+    target: str,
+    start_s: float,
+    duration_s: float,
+    fault_id: str,
+    **params: int | float | str | bool,
+) -> tuple[FaultOp, FaultOp]:
+    """A fault that waits for the cluster: armed at `start_s`, it strikes when `when` happens,
+    or `within_s` later at the latest, and is healed `duration_s` after it struck.
+
+        fault_when("new-master", 10.0, "kill", "@master", 3.0, 2.0, "f1")
+
+    kills whichever node becomes master next after 3 s (by 13 s at the latest), for 2 s.
+
+    Parameters:
+        when: what it waits for (lab.ground.faultops.TRIGGERS): `new-master` (a node has
+            become master that was not master when it was armed), `catchup` (a replica or
+            backup is catching up), `rejoined` (a node that was out is a replica again).
+        within_s: how long it waits at most; then it strikes anyway.
+        fault: as fault_window's.
+        target: as fault_window's; a role is resolved when it strikes.
+        start_s: when it is armed, in seconds after the load started.
+        duration_s: how long it lasts once it struck. An incident file's step writes it
+            `length_s`, beside `when` and `within_s`.
+        fault_id: as fault_window's.
+        **params: the fault's own parameters.
+
+    Returns:
+        The start operation and the stop (heal) operation; the stop's time is the latest
+        the heal can come (`start_s + within_s + duration_s`).
+    """
+    start = FaultOp(
+        at_s=start_s,
+        action="start",
+        fault=fault,
+        target=target,
+        id=fault_id,
+        params=params,
+        when=when,
+        within_s=within_s,
+    )
+    stop = FaultOp(
+        at_s=start_s + within_s + duration_s,
+        action="stop",
+        fault=fault,
+        target=target,
+        id=fault_id,
+        params=params,
+        after_s=duration_s,
+    )
+    return start, stop
 
 
 def scheduled(*faults: FaultOp | Iterable[FaultOp]) -> ScheduleFn:
-    """A schedule that is the same for every seed: these operations (or `fault_window`
-    pairs), for a scenario written by hand (`schedule=scheduled(fault_window(…), …)`)."""
+    """A schedule that is the same for every seed, for a scenario written by hand
+    (`schedule=scheduled(fault_window(…), …)`).
+
+    Parameters:
+        *faults: the operations: `FaultOp`s, or `fault_window` pairs.
+
+    Returns:
+        A `ScheduleFn` that returns those operations whatever the seed.
+    """
     ops: list[FaultOp] = []
     for item in faults:
         ops.extend([item] if isinstance(item, FaultOp) else item)
@@ -202,5 +310,14 @@ def spaced_out(schedule: tuple[FaultOp, ...], extra_s: float) -> tuple[FaultOp, 
 
 
 def uniform(rng: random.Random, low: float, high: float) -> float:
-    """A time in [low, high] seconds, to the millisecond."""
+    """A time drawn from the run's random generator, for a schedule that varies by seed.
+
+    Parameters:
+        rng: the run's seeded random generator (a `ScheduleFn`'s second argument).
+        low: the earliest time, in seconds.
+        high: the latest time, in seconds.
+
+    Returns:
+        A time in [low, high] seconds, to the millisecond.
+    """
     return round(rng.uniform(low, high), 3)

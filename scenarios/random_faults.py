@@ -33,7 +33,9 @@ master and replicas) a copy lives in a process's memory until it is written out 
    the other holds cut), never three nodes out.
 3. What takes no node out may overlap anything: latency under the election timeout on a
    node link (every heartbeat still arrives in time), toxics and cuts on client links, and a
-   full GC on a JVM target (drawn first in its round, when every node runs).
+   full GC on a JVM target (drawn first in its round, when every node runs). A fault that
+   names a role (`@master`, `@replica:N`) may start while only such faults last: nothing
+   else is out, so the role names a node of a whole group.
 4. transfer_master (the seed's operator action, on a healthy group) is drawn first in its
    round and nothing that takes a node out overlaps it. A graceful stop (the seed's "Node
    Operations": the node leaves the group, and is started again) is drawn first in its round
@@ -120,11 +122,13 @@ def may_overlap(draw: Draw, lasting: list[Draw], spec: RunSpec) -> bool:
         return draw.fault != "full_gc"  # its node must run: first in its round only
     if draw.fault == "graceful_stop":
         return False  # the nemesis waits for the node to close: first in its round only
-    if draw.effect == "operator" or draw.names_a_role:
+    if draw.effect == "operator":
         return False
     outs = [other for other in lasting if other.effect != "light"]
     if not outs:
-        return True
+        return True  # nothing else out: a role names a node of a whole group
+    if draw.names_a_role:
+        return False  # with a node out, a role could name it, or wait on an election
     if not _kills_keep_copies(spec) or len(outs) > 1:
         return False  # two out under NO_SYNC: no promise; three out: never
     (first,) = outs

@@ -9,12 +9,11 @@ Every fault must be one of the vocabulary's kinds (random_vocabulary.py) that th
 and backend can apply, with parameters inside the vocabulary's bounds, healed inside the load
 (from FIRST_AT_S to LAST_HEAL_BEFORE_END_S before its end). A fault that starts while others
 last must be one the generator could have drawn beside them (`may_overlap`), naming nodes, not
-roles. Faults that take a node out, or move the master, follow one another with the quiet
-the generator leaves: QUIET_S in a replicated group whose copies live in memory (NO_SYNC: a
-restarted node catches up, the others write out; with every copy on disk a second node may
-go out at any time), AP_QUIET_S between brokers taken out of an active-passive cluster (the
-manager restarts the broker and it is a ready backup again).
-"""
+roles, unless only faults that take no node out last. Faults that take a node out, or move the
+master, follow one another with the quiet the generator leaves: QUIET_S in a replicated group
+whose copies live in memory (NO_SYNC: a restarted node catches up, the others write out; with
+every copy on disk a second node may go out at any time), AP_QUIET_S between brokers taken out
+of an active-passive cluster (the manager restarts the broker and it is a ready backup again)."""
 
 from __future__ import annotations
 
@@ -52,16 +51,33 @@ class Span:
     """A fault from its start to its heal (None: never healed)."""
 
     start: FaultOp
-    end_s: float | None
+    end_s: float | None  # the latest the heal can come (a fault that waits for a trigger)
+    after_s: float | None = None  # a triggered fault's heal: this long after it struck
+
+    @property
+    def length_s(self) -> float:
+        """How long the fault lasts once it struck."""
+        if self.after_s is not None:
+            return self.after_s
+        return float("inf") if self.end_s is None else self.end_s - self.start.at_s
 
     def lasts_at(self, t: float) -> bool:
         return self.start.at_s <= t < (self.end_s if self.end_s is not None else float("inf"))
 
 
 def spans_of(schedule: tuple[FaultOp, ...]) -> list[Span]:
-    stops = {op.id: op.at_s for op in schedule if op.action == "stop"}
+    """Each fault from its start to the latest its heal can come (a triggered fault may
+    strike anywhere from its at_s to its deadline: the rule counts it as lasting all along)."""
+    stops = {op.id: op for op in schedule if op.action == "stop"}
     starts = [op for op in schedule if op.action == "start"]
-    return [Span(op, stops.get(op.id)) for op in sorted(starts, key=lambda o: (o.at_s, o.id))]
+    return [
+        Span(
+            op,
+            stops[op.id].at_s if op.id in stops else None,
+            stops[op.id].after_s if op.id in stops else None,
+        )
+        for op in sorted(starts, key=lambda o: (o.at_s, o.id))
+    ]
 
 
 def _plain(params: Mapping[str, ParamValue]) -> dict[str, int | float | str]:
@@ -264,7 +280,7 @@ def rule_problem(spec: RunSpec) -> str | None:
             return f"{_where(span)}: never healed"
         if span.start.at_s < FIRST_AT_S or span.end_s > last:
             return f"{_where(span)}: outside {FIRST_AT_S:g}–{last:g} s of the load"
-        if span.end_s - span.start.at_s < SHORTEST_S - 1e-9:
+        if span.length_s < SHORTEST_S - 1e-9:
             return f"{_where(span)}: shorter than {SHORTEST_S:g} s"
     for i, span in enumerate(spans):
         lasting = [
@@ -272,8 +288,8 @@ def rule_problem(spec: RunSpec) -> str | None:
         ]
         if not lasting:
             continue
-        if draws[i].names_a_role:
-            return f"{_where(span)}: names a role while another fault lasts"
+        if draws[i].names_a_role and any(d.effect != "light" for d in lasting):
+            return f"{_where(span)}: names a role while a fault that takes a node out lasts"
         if not may_overlap(draws[i], lasting, spec):
             return (
                 f"{_where(span)}: may not start while {', '.join(d.fault for d in lasting)} lasts"

@@ -9,7 +9,8 @@
 #   scripts/bootstrap.sh --tests    everything: the above, and pytest and the lab's dev tools
 #
 # Run it as often as you like; a second run only checks. A set of packages installed once stays
-# installed: asking for less later removes nothing.
+# installed: asking for less later removes nothing. Every package comes from the lock files in
+# locks/ (exact versions, hash-checked: the bits CI passed with), made by scripts/lock.sh.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -26,7 +27,7 @@ for arg in "$@"; do
     --reports) extras+=(reports) ;;
     --docker) extras+=(docker) ;;
     --hosts) extras+=(hosts) ;;
-    --tests|--all) extras+=(dev) ;;
+    --tests|--all) extras+=(tests) ;;
     -h|--help) sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown option ${arg} (options: --reports, --docker, --hosts, --tests)" ;;
   esac
@@ -62,10 +63,10 @@ if [ ! -x "$venv/bin/python" ]; then
   "$python" -m venv "$venv"
 fi
 
-# Reinstall only when the package metadata changed since the last install, or when an extra
-# not installed yet is asked for. The stamp holds the metadata's digest and the extras installed.
+# Reinstall only when the package metadata or the locks changed since the last install, or
+# when a set not installed yet is asked for. The stamp holds their digest and the sets installed.
 stamp="$venv/.lab-installed"
-digest="$(sha256sum pyproject.toml | cut -d' ' -f1)"
+digest="$(cat pyproject.toml locks/*.txt | sha256sum | cut -d' ' -f1)"
 had_digest=""
 had_extras=""
 if [ -f "$stamp" ]; then
@@ -78,13 +79,21 @@ for extra in "${extras[@]+"${extras[@]}"}"; do
   case " $want_extras " in *" $extra "*) ;; *) want_extras="${want_extras:+$want_extras }$extra" ;; esac
 done
 for extra in $had_extras; do  # what was installed before stays installed
+  [ "$extra" != dev ] || extra=tests  # the name --tests had before the locks
   case " $want_extras " in *" $extra "*) ;; *) want_extras="${want_extras:+$want_extras }$extra" ;; esac
 done
 if [ "$had_digest" != "$digest" ] || [ "$want_extras" != "$had_extras" ]; then
-  spec="."
-  [ -z "$want_extras" ] || spec=".[${want_extras// /,}]"
-  say "installing the lab ${spec#.} into .venv/ (Qpid Proton is built from source where no wheel fits: about a minute more)"
-  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -e "$spec"
+  locks=(-r locks/core.txt)
+  for extra in $want_extras; do locks+=(-r "locks/$extra.txt"); done
+  pip=("$venv/bin/python" -m pip install --quiet --disable-pip-version-check --require-hashes)
+  say "installing the lab${want_extras:+ with ${want_extras// /, }} into .venv/ from locks/ (Qpid Proton is built from source where no wheel fits: about a minute more)"
+  # What builds need first (the lab's build backend, what Proton's sdist builds with), then
+  # the locked packages built without isolation, so nothing unpinned is fetched; then the lab
+  # itself, editable, with no dependency of its own left to resolve.
+  "${pip[@]}" -r locks/build.txt
+  "${pip[@]}" --no-build-isolation "${locks[@]}"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps \
+    --no-build-isolation -e .
   printf '%s\n%s\n' "$digest" "$want_extras" > "$stamp"
 fi
 

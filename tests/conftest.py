@@ -26,11 +26,13 @@ settings.load_profile("lab")
 def run_lab(
     *args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:
-    """Run the `lab` command as a user would, in a directory of the test's own."""
+    """Run the `lab` command as a user would, in a directory of the test's own. Every
+    warning is shown (`PYTHONWARNINGS=default`, as a user who sets it sees them), so a test of
+    what `lab` prints also proves that no third-party warning reaches its stderr."""
     return subprocess.run(
         [sys.executable, "-m", "lab", *args],
         cwd=cwd,
-        env={**os.environ, **(env or {})},
+        env={**os.environ, "PYTHONWARNINGS": "default", **(env or {})},
         capture_output=True,
         text=True,
         timeout=timeout,

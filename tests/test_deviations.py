@@ -280,7 +280,7 @@ def _judged(gap: float, lost: int = 0, outcome: str = "broken") -> RunResult:
 
 def test_result_json_says_deviation_and_which_declaration() -> None:
     raw = _judged(25.4).to_json()
-    assert raw["v"] == RESULT_VERSION == 3
+    assert raw["v"] == RESULT_VERSION == 4
     assert raw["verdict"] == "deviation" and raw["violations"] == ["unavailable>bound"]
     assert raw["deviation"]["outcome"] == "reproduced"
     assert raw["deviation"]["id"] == "J3-designated-primary-stalls"

@@ -93,8 +93,20 @@ def path_exists(path: str, root: Path = ROOT) -> bool:
     return (root / path).exists()
 
 
+def _imported(source: str) -> set[str]:
+    """The names a module binds by importing them (`lab.api.Scenario`, re-exported)."""
+    tree = ast.parse(source)
+    return {
+        alias.asname or alias.name
+        for node in tree.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+
+
 def module_exists(dotted: str, root: Path = ROOT) -> bool:
-    """A module (or package) of the lab, or a name a module defines (a method too)."""
+    """A module (or package) of the lab, or a name a module defines (a method too) or
+    imports."""
     parts = dotted.split(".")
     for cut in range(len(parts), 1, -1):
         base = root.joinpath(*parts[:cut])
@@ -107,7 +119,8 @@ def module_exists(dotted: str, root: Path = ROOT) -> bool:
             return True
         name = re.escape(parts[cut])
         defined = rf"^\s*(?:def|class|async def) {name}\b|^{name}\s*[:=]"
-        return re.search(defined, source.read_text(encoding="utf-8"), re.MULTILINE) is not None
+        text = source.read_text(encoding="utf-8")
+        return re.search(defined, text, re.MULTILINE) is not None or parts[cut] in _imported(text)
     return False
 
 

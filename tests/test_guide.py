@@ -111,12 +111,12 @@ def test_new_behaviour_joins_the_corpus_and_is_mutated_next() -> None:
     cells, _ = _cells().cells()
     draws = _cells().draws(cells)
     first = guide.propose(1, next(draws))
-    assert first.origin == "fresh" and first.spec is not None  # nothing to mutate yet
+    assert first.origin in ("fresh", "pattern") and first.spec is not None  # nothing to mutate
     seen = guide.observe(Seen(1, first.cell, frozenset({"a", "b"}), "held", "runs/random/x"))
     assert seen.entry is not None and seen.entry.spec == first.spec
     assert seen.point.new == ("a", "b") and seen.point.behaviours == 2
     proposals = [guide.propose(n, d) for n, d in enumerate(islice(draws, 40), start=2)]
-    mutated = [p for p in proposals if p.origin not in ("fresh", "directed")]
+    mutated = [p for p in proposals if p.origin not in ("fresh", "directed", "pattern")]
     assert mutated and all(p.parent == 1 for p in mutated if p.origin != "splice")
     assert all(p.spec != first.spec for p in mutated)
     # Nothing new: no corpus entry; the arm that made it hears it did not pay.
@@ -164,19 +164,19 @@ def test_the_blind_guide_runs_each_seed_and_only_measures() -> None:
 
 
 def test_arms_are_fresh_and_every_operator() -> None:
-    assert ARMS[:2] == ("fresh", "directed")
-    assert set(ARMS[2:]) == {
+    assert ARMS[:3] == ("fresh", "directed", "pattern")
+    assert set(ARMS[3:]) == {
         *("shift", "duration", "target", "role", "add", "remove", "stack", "splice"),
         *("workload", "havoc"),
     }
 
 
-def test_a_cells_first_runs_are_fresh_draws() -> None:
+def test_a_cells_first_runs_are_fresh_draws_or_patterns() -> None:
     request = _cells()
     cells, _ = request.cells()
     guide = CoverageGuide(3, SHARD)
     for number, draw in enumerate(islice(request.draws(cells), WARMUP), start=1):
-        assert guide.propose(number, draw).origin == "fresh"
+        assert guide.propose(number, draw).origin in ("fresh", "pattern")
         guide.observe(Seen(number, draw.cell, frozenset({f"x{number}"})))
     assert len(guide.corpus[cells[0]]) == WARMUP
 

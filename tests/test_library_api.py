@@ -4,6 +4,7 @@ says where each scenario and target comes from."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -87,6 +88,54 @@ def test_lab_list_says_where_each_scenario_and_target_comes_from(
     assert targets[0].split() == ["broker_ref", "built-in"]
     assert targets[1].split()[:2] == ["qpid-broker-j", "built-in;"]
     assert "versions: default 9.2.1" in targets[1]
+
+
+def _page_s_lab_list_targets() -> list[str]:
+    """The built-in targets' lines of the `lab list` docs/library.md shows."""
+    page = (Path(__file__).resolve().parent.parent / "docs" / "library.md").read_text()
+    shown = page[page.index("$ .venv/bin/lab list") :]
+    shown = shown[shown.index("targets (") : shown.index("```")]
+    return [" ".join(x.split()) for x in shown.splitlines()[1:] if "built-in" in x]
+
+
+def test_the_library_page_shows_the_targets_as_lab_list_does(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    listed = out[out.index("targets (") :].splitlines()[1:]
+    built_in = [" ".join(x.split()) for x in listed if "built-in" in x]
+    assert _page_s_lab_list_targets() == built_in
+
+
+BROKEN_PACKAGE = {
+    "METADATA": "Metadata-Version: 2.1\nName: broken-pkg\nVersion: 0.1\n",
+    "entry_points.txt": "[lab.targets]\nbroken-broker = broken_pkg_missing.target:Broker\n",
+}
+
+
+def test_lab_list_shows_a_broken_entry_point_and_exits_2(tmp_path: Path) -> None:
+    """An installed package whose target's module is missing: every other scenario and
+    target is still listed, the broken one's line says why, and `lab list` ends with the
+    one-line error of exit status 2."""
+    from conftest import run_lab
+
+    dist = tmp_path / "site" / "broken_pkg-0.1.dist-info"
+    dist.mkdir(parents=True)
+    for name, text in BROKEN_PACKAGE.items():
+        (dist / name).write_text(text, encoding="utf-8")
+    pythonpath = os.pathsep.join(filter(None, [str(dist.parent), os.environ.get("PYTHONPATH")]))
+    result = run_lab("list", cwd=tmp_path, env={"PYTHONPATH": pythonpath})
+    assert result.returncode == 2, result.stderr
+    listed = result.stdout.splitlines()
+    assert any(line.startswith("master-failure ") for line in listed)
+    (broken,) = [line for line in listed if line.strip().startswith("broken-broker")]
+    assert "cannot be loaded" in broken and "ModuleNotFoundError" in broken
+    assert any(line.split()[:2] == ["broker_ref", "built-in"] for line in listed)
+    errors = [line for line in result.stderr.splitlines() if line.startswith("lab: error:")]
+    assert len(errors) == 1, result.stderr
+    assert "lab.targets entry point 'broken-broker'" in errors[0]
+    assert "entry point of broken-pkg 0.1 (broken_pkg_missing.target:Broker)" in errors[0]
 
 
 def test_every_file_the_packages_read_is_installed_with_them() -> None:

@@ -105,11 +105,12 @@ AP = _random(1, mode=ACTIVE_PASSIVE)
         pytest.param(
             BASE,
             (
-                fault_window("latency", "client_to_n1", 3, 3, "f1", latency_ms=50, jitter_ms=0),
-                fault_window("kill", "@master", 4, 1, "f2"),
+                fault_window("cut", "client_to_n2", 3, 3, "f1"),
+                fault_window("kill", "n2", 3.5, 1, "f2"),
+                fault_window("kill", "@master", 4, 1, "f3"),
             ),
-            "names a role while another fault lasts",
-            id="a-role-while-a-fault-lasts",
+            "names a role while a fault that takes a node out lasts",
+            id="a-role-while-a-node-is-out",
         ),
         pytest.param(
             BASE,
@@ -208,6 +209,19 @@ def test_mixes_the_rule_allows() -> None:
                 fault_window("kill", "n1", 3, 2, "f1"),
                 fault_window("pause", "n2", 4, 2, "f2"),
                 fault_window("kill", "n3", 6.1, 1, "f3"),
+            )
+        )
+        is None
+    )
+    # A role, while only faults that take no node out last: the replicas trail, the master
+    # (whichever node it is) is cut off.
+    assert (
+        rule_problem(
+            _with(
+                BASE,
+                fault_window("latency", "n1_to_n2", 3, 6, "f1", latency_ms=150, jitter_ms=0),
+                fault_window("latency", "n1_to_n3", 3, 6, "f2", latency_ms=150, jitter_ms=0),
+                fault_window("isolate", "@master", 4, 3, "f3"),
             )
         )
         is None

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from lab.ground.errors import InputError, UsageError
-from lab.ground.spec import RunSpec, parse_seed
+from lab.ground.spec import RunSpec
+from lab.ground.spec_words import parse_seed
 from lab.judge.metrics import read_events
 from lab.run.folder import EventLog, HistoryRecorder, RunClock, RunFolder
 

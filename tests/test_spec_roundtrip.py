@@ -24,15 +24,14 @@ from lab.ground.errors import UsageError
 from lab.ground.nodes import TargetTraits
 from lab.ground.spec import (
     ACK_POLICIES,
-    MAX_SEED,
     SYNC_POLICIES,
     TARGETS,
     Durability,
     GroupSettings,
     RunSpec,
     SideQueue,
-    git_revision,
 )
+from lab.ground.spec_words import MAX_SEED, git_revision
 from lab.run.incident import load_incident
 from lab.targets.catalog import make_target
 from lab.targets.protocol import traits_of

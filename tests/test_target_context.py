@@ -17,8 +17,9 @@ from lab.judge.facts import LogLine, RunFacts
 from lab.targets.broker_ref import BrokerRefTarget
 from lab.targets.brokerj.config import initial_config
 from lab.targets.brokerj.target import LAB_EVENTS, BrokerJTarget, parse_brokerj_line
+from lab.targets.log_lines import LogRecord
 from lab.targets.management import Credentials
-from lab.targets.protocol import LogRecord, traits_of
+from lab.targets.protocol import traits_of
 from scenarios.catalog import scenario_named
 
 RESTORE = (

@@ -164,7 +164,9 @@ def _inputs() -> dict[str, Any]:
 
 
 def test_the_labs_own_nightly_calls_the_reusable_workflow() -> None:
-    (job,) = _load(NIGHTLY)["jobs"].values()
+    jobs = _load(NIGHTLY)["jobs"]
+    assert set(jobs) == {"night", "newest-versions"}  # and the newest versions' own job
+    job = jobs["night"]
     assert job["uses"] == "./.github/workflows/chaos-nightly.yml"
     assert job["with"]["lab-install"] == ".[nightly,docker]"  # the lab of this commit
     assert set(job["with"]) <= set(_inputs())

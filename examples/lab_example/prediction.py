@@ -16,7 +16,8 @@ from lab.api import RunFacts
 @dataclass(frozen=True)
 class FailedOverWithin:
     """After fault `fault` began, a producer was acknowledged again within `seconds`
-    (the run's `failover_s` figure: on another node, when the fault took one out)."""
+    (the run's `failover_s` figure: by whichever node served first, the node the fault took
+    out counting once it was back)."""
 
     fault: str
     seconds: float

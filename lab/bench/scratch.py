@@ -32,16 +32,25 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from lab.bench.zoo import Bug
+from lab.bench.zoo import CANARY_MODULE, Bug
 from lab.ground.errors import InputError
 from lab.ground.paths import LAB_ROOT
 
-__all__ = ["COPIED", "PREFIX", "BugDoesNotApply", "ScratchRoot", "Tree", "reap_scratch"]
+__all__ = [
+    "CANARY_ENV",
+    "COPIED",
+    "PREFIX",
+    "BugDoesNotApply",
+    "ScratchRoot",
+    "Tree",
+    "reap_scratch",
+]
 
 # What a copy holds: the packages a run imports, and what they read beside them.
 COPIED = ("lab", "broker_ref", "clients", "faults", "scenarios", "spark_reports", "incidents")
 PREFIX = "lab-zoo-"
 STOP_GRACE_S = 30.0
+CANARY_ENV = "LAB_ZOO_CANARY"  # the file zoo_canary writes to (zoo/canary.py)
 
 
 class BugDoesNotApply(InputError):
@@ -67,10 +76,14 @@ class Tree:
     path: Path
     bug: Bug | None = None
 
-    def lab(self, *args: str) -> tuple[list[str], dict[str, Any]]:
+    def lab(self, *args: str, canary_log: Path | None = None) -> tuple[list[str], dict[str, Any]]:
         """`python -m lab ARGS` as the copy runs it: the argv, and the keyword arguments
-        (cwd, env) for subprocess."""
-        env = {**os.environ, "PYTHONPATH": str(self.path)}
+        (cwd, env) for subprocess. With `canary_log`, the bug's canaries (zoo/canary.py)
+        append to that file, from the lab and every process it starts."""
+        env = {k: v for k, v in os.environ.items() if k != CANARY_ENV}
+        env["PYTHONPATH"] = str(self.path)
+        if canary_log is not None:
+            env[CANARY_ENV] = str(canary_log)
         return [sys.executable, "-m", "lab", *args], {"cwd": self.path, "env": env}
 
     def python(self, *args: str) -> tuple[list[str], dict[str, Any]]:
@@ -88,24 +101,29 @@ def copy_tree(dest: Path, source: Path = LAB_ROOT) -> None:
     shutil.copy2(source / "pyproject.toml", dest / "pyproject.toml")
 
 
-def apply_bug(tree: Path, bug: Bug) -> list[Path]:
-    """Apply every replacement of `bug` in `tree`; the files changed. BugDoesNotApply when
-    an `old` text is not in its file exactly once (today's code no longer has it)."""
+def apply_bug(tree: Path, bug: Bug, *, canaries: bool = True) -> list[Path]:
+    """Apply every replacement of `bug` in `tree`, then its canaries (unless `canaries` is
+    False) with the canary module they call; the files changed. BugDoesNotApply when an
+    `old` text is not in its file exactly once (today's code no longer has it)."""
     changed: dict[Path, str] = {}
-    for number, rep in enumerate(bug.replacements, start=1):
+    steps = [("replacement", n, r) for n, r in enumerate(bug.replacements, start=1)]
+    if canaries:
+        steps += [("canary", n, r) for n, r in enumerate(bug.canaries, start=1)]
+        shutil.copy2(CANARY_MODULE, tree / "zoo_canary.py")
+    for what, number, rep in steps:
         path = tree / rep.file
         if path not in changed:
             if not path.is_file():
                 raise BugDoesNotApply(
                     f"bug {bug.name} no longer applies: {rep.file} is not in the tree "
-                    f"(replacement {number}; update {bug.source.name})"
+                    f"({what} {number}; update {bug.source.name})"
                 )
             changed[path] = path.read_text(encoding="utf-8")
         found = changed[path].count(rep.old)
         if found != 1:
             how = "is not there" if found == 0 else f"is there {found} times"
             raise BugDoesNotApply(
-                f"bug {bug.name} no longer applies: replacement {number}'s old text {how} "
+                f"bug {bug.name} no longer applies: {what} {number}'s old text {how} "
                 f"in {rep.file} (the code changed; update {bug.source.name})"
             )
         changed[path] = changed[path].replace(rep.old, rep.new)

@@ -16,6 +16,10 @@ is a fixed schedule (`lab run --spec`) under which the mutated tree shows it.
     file = "broker_ref/self_elected.py"     # relative to the tree
     old = '''…'''                           # exactly once in the file
     new = '''…'''
+    [[canary]]                              # applied after the bug's replacements, alike;
+    file = "broker_ref/self_elected.py"     # its `new` calls zoo_canary.reached(…) where the
+    old = '''…'''                           # buggy code runs and zoo_canary.triggered(…)
+    new = '''…'''                           # where it does what the correct code would not
 
     bugs = load_zoo()                        # every bug, by name order; InputError names
                                              # the file and the field of the first problem
@@ -33,10 +37,13 @@ from lab.ground.errors import InputError, UsageError
 from lab.ground.files import read_user_document
 from lab.ground.paths import LAB_ROOT
 
-__all__ = ["ZOO_DIR", "Bug", "Replacement", "bugs_named", "load_bug", "load_zoo"]
+__all__ = ["CANARY_MODULE", "ZOO_DIR", "Bug", "Replacement", "bugs_named", "load_bug", "load_zoo"]
 
 ZOO_DIR = LAB_ROOT / "zoo"
-_FIELDS = frozenset({"name", "design", "breaks", "claim", "document", "expect", "cheap", "replace"})
+_FIELDS = frozenset(
+    {"name", "design", "breaks", "claim", "document", "expect", "cheap", "replace", "canary"}
+)
+CANARY_MODULE = ZOO_DIR / "canary.py"  # written into each scratch copy as zoo_canary.py
 _TEXTS = ("breaks", "claim", "document")
 
 
@@ -58,6 +65,9 @@ class Bug:
     cheap: bool
     replacements: tuple[Replacement, ...]
     source: Path  # the bug's file
+    # Applied after `replacements`: the calls of zoo_canary that say when the bug's code was
+    # reached and when it triggered (zoo/canary.py); never part of the bug itself.
+    canaries: tuple[Replacement, ...] = ()
 
     @property
     def incident(self) -> Path:
@@ -116,6 +126,12 @@ def parse_bug(raw: Mapping[str, Any], source: Path) -> Bug:
     replacements = tuple(
         _replacement(e, f"{where}: replace {i}") for i, e in enumerate(entries, start=1)
     )
+    canary_entries = raw.get("canary", [])
+    if not isinstance(canary_entries, list):
+        raise InputError(f"{where}: 'canary' must be [[canary]] tables with file, old and new")
+    canaries = tuple(
+        _replacement(e, f"{where}: canary {i}") for i, e in enumerate(canary_entries, start=1)
+    )
     return Bug(
         name=name,
         design=design,
@@ -123,6 +139,7 @@ def parse_bug(raw: Mapping[str, Any], source: Path) -> Bug:
         cheap=cheap,
         replacements=replacements,
         source=source,
+        canaries=canaries,
         **texts,
     )
 

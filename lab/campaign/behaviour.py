@@ -40,6 +40,10 @@ Behaviours, by prefix:
                                 what the clients met
     verdict:V, violation:KIND, two-masters, consumed-before-replicated:N
                                 the judgement
+    danger:SIGN                 a near miss (lab.campaign.danger): acknowledgements by a node
+                                cut off, or sooner than its slowed links allow, replicas
+                                trailing a master that died, two masters, a promotion beside
+                                a backup catching up
 
 N is a count bucket (0, 1, 2-3, 4-7 … 64+), T a duration bucket (<0.5s, 0.5-1s … 8s+).
 """
@@ -61,6 +65,7 @@ from lab.campaign.client_behaviour import (
     judgement,
     seconds_bucket,
 )
+from lab.campaign.danger import danger_of
 from lab.ground.errors import UsageError
 from lab.ground.topology import split_node_link
 from lab.judge.metrics import read_events
@@ -81,6 +86,9 @@ ROUTINE = frozenset(
         "worker.stop",
         "fault.start",
         "fault.end",
+        "fault.armed",
+        "fault.skipped",
+        "fault.trigger",
         "node.start",
         "node.stop",
         "node.kill",
@@ -112,12 +120,13 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 
 def behaviour_of(folder: Path) -> frozenset[str]:
-    """The behaviours of the run in `folder` (an empty set when it left no events)."""
+    """The behaviours of the run in `folder` (an empty set when it left no events), with its
+    near misses (lab.campaign.danger: `danger:…`)."""
     return features(
         read_events(folder / "events.jsonl"),
         _read_json(folder / "result.json"),
         client_outcomes(folder / "history.jsonl"),
-    )
+    ) | danger_of(folder)
 
 
 # ---- the pure part ----------------------------------------------------------------------

@@ -40,12 +40,14 @@ from lab.campaign.bandit import Bandit
 from lab.campaign.candidates import candidate_problem, directed_spec, seed_spec
 from lab.campaign.corpus import Corpus, Entry
 from lab.campaign.coverage import Coverage, CoveragePoint, cell_json, cell_of
+from lab.campaign.danger import danger_score
 from lab.campaign.failures import failure_id
 from lab.campaign.mutations import OPERATORS, mutate
 from lab.campaign.plan import GUIDES, Cell, Draw, Shard
-from lab.campaign.workloads import draw_workload
+from lab.campaign.workloads import draw_heavy_workload, draw_workload
 from lab.ground.errors import InputError, UsageError
 from lab.ground.spec import RunSpec
+from scenarios.random_patterns import pattern_schedule
 from scenarios.random_rule import draw_of, spans_of
 
 __all__ = [
@@ -66,8 +68,9 @@ __all__ = [
 ]
 
 GUIDED_SCENARIOS = frozenset({"random"})  # whose rule a mutated schedule is checked against
-WAYS = ("fresh", "directed", "mutate")  # the first choice: a fresh draw (directed?), a mutation
-ARMS = ("fresh", "directed", *OPERATORS)  # what a run is made by, as campaign.json counts them
+# The first choice: a fresh draw (directed?), a schedule of HA failure patterns, a mutation.
+WAYS = ("fresh", "directed", "pattern", "mutate")
+ARMS = ("fresh", "directed", "pattern", *OPERATORS)  # what a run is made by (campaign.json)
 MAX_TRIES = 12  # candidates of one operator tried before the run is a fresh draw
 WARMUP = 4  # a cell's first runs are fresh draws: a corpus starts from diverse seeds
 Check = Callable[[RunSpec], str | None]
@@ -88,6 +91,7 @@ class Proposal:
     parent: int | None = None
     other: int | None = None
     discarded: int = 0
+    patterns: tuple[str, ...] = ()  # a pattern run's patterns, in order
 
     @property
     def digest(self) -> str:
@@ -103,6 +107,7 @@ class Proposal:
             "other": self.other,
             "discarded": self.discarded,
             "spec": self.digest,
+            **({"patterns": list(self.patterns)} if self.patterns else {}),
         }
 
 
@@ -218,11 +223,16 @@ class CoverageGuide:
             warm = self.proposed[cell] > WARMUP
             ways = [
                 "fresh",
+                "pattern",
                 *(["directed"] if warm else []),
                 *(["mutate"] if warm and corpus else []),
             ]
             way = self.ways.choose(self.rng, ways)
-            found = self._directed(number, draw) if way == "directed" else None
+            found = None
+            if way == "directed":
+                found = self._directed(number, draw)
+            elif way == "pattern":
+                found = self._pattern(number, draw)
             if way == "mutate":
                 allowed = [op for op in OPERATORS if op != "splice" or len(corpus) > 1]
                 operator = self.operators.choose(self.rng, allowed)
@@ -253,6 +263,20 @@ class CoverageGuide:
             self.discarded["directed"] += 1
             return self._fresh(number, draw, 1)
         return Proposal(number, draw.cell, draw.seed, "directed", spec)
+
+    def _pattern(self, number: int, draw: Draw) -> Proposal:
+        """A schedule of HA failure patterns (scenarios.random_patterns) inside `random`'s
+        rule, under a workload drawn heavy half of the time (replicas fall further behind)."""
+        base = seed_spec(draw.cell, draw.seed)
+        heavy = self.rng.random() < 0.5
+        workload = (draw_heavy_workload if heavy else draw_workload)(base.workload, self.rng)
+        loaded = replace(base, workload=workload)
+        schedule, names = pattern_schedule(loaded, self.rng)
+        spec = loaded.with_schedule(schedule)
+        if not names or self.check(spec) is not None:
+            self.discarded["pattern"] += 1
+            return self._fresh(number, draw, 1)
+        return Proposal(number, draw.cell, draw.seed, "pattern", spec, patterns=names)
 
     def _fresh(self, number: int, draw: Draw, discarded: int) -> Proposal:
         base = seed_spec(draw.cell, draw.seed)
@@ -301,14 +325,15 @@ class CoverageGuide:
         if proposal is None or proposal.spec is None:
             return Observation(point)
         corpus = self.corpus.setdefault(seen.cell, Corpus())
-        paid = corpus.paid(len(point.new), seen.seconds)
+        danger = danger_score(point.features)
+        paid = corpus.paid(len(point.new), seen.seconds, danger)
         if origin in WAYS:
             self.ways.reward(origin, paid)
         else:
             self.ways.reward("mutate", paid)
             self.operators.reward(origin, paid)
         corpus.seen(point.features, len(point.new), seen.seconds)
-        if not point.new:
+        if not point.new and not danger:  # nothing new, and not close: not worth mutating
             return Observation(point)
         entry = Entry(
             seen.run,

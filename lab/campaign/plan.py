@@ -25,7 +25,8 @@ from pathlib import Path
 from lab.compose import parts_for
 from lab.ground.cluster_settings import MODES
 from lab.ground.errors import UsageError
-from lab.ground.spec import BACKENDS, MAX_SEED, split_target
+from lab.ground.spec import BACKENDS
+from lab.ground.spec_words import MAX_SEED, split_target
 from lab.targets.catalog import target_names
 from lab.targets.suite import refusal_check
 from scenarios.catalog import runnable_names, scenario_named

@@ -35,22 +35,46 @@ class Window:
     fault: str
     target: str
     start_s: float
-    end_s: float | None  # None: never healed
+    end_s: float | None  # None: never healed; a window that waits: the latest its heal comes
     params: Mapping[str, ParamValue] = field(default_factory=dict)
+    when: str | None = None  # the trigger it waits for from start_s (lab.ground.faultops)
+    within_s: float = 0.0  # how long it waits at most
 
     @property
     def length_s(self) -> float | None:
         return None if self.end_s is None else self.end_s - self.start_s
 
     def ops(self) -> tuple[FaultOp, ...]:
-        start = FaultOp(self.start_s, "start", self.fault, self.target, self.id, self.params)
+        start = FaultOp(
+            self.start_s,
+            "start",
+            self.fault,
+            self.target,
+            self.id,
+            self.params,
+            when=self.when,
+            within_s=self.within_s if self.when is not None else 0.0,
+        )
         if self.end_s is None:
             return (start,)
-        return (start, replace(start, at_s=self.end_s, action="stop"))
+        if self.when is None:
+            return (start, replace(start, at_s=self.end_s, action="stop"))
+        after = max(0.0, round(self.end_s - self.start_s - self.within_s, 3))
+        stop = FaultOp(
+            self.start_s + self.within_s + after,
+            "stop",
+            self.fault,
+            self.target,
+            self.id,
+            self.params,
+            after_s=after,
+        )
+        return (start, stop)
 
     def __str__(self) -> str:
         until = "" if self.end_s is None else f"–{self.end_s:g}"
-        return f"{self.id} {self.fault} {self.target} {self.start_s:g}{until} s"
+        waits = "" if self.when is None else f" when {self.when} (within {self.within_s:g} s)"
+        return f"{self.id} {self.fault} {self.target} {self.start_s:g}{until} s{waits}"
 
 
 def windows_of(schedule: Sequence[FaultOp]) -> list[Window]:
@@ -65,6 +89,8 @@ def windows_of(schedule: Sequence[FaultOp]) -> list[Window]:
             op.at_s,
             stops[op.id].at_s if op.id in stops else None,
             dict(op.params),
+            op.when,
+            op.within_s,
         )
         for op in sorted(starts, key=lambda o: (o.at_s, o.id))
     ]

@@ -4,6 +4,8 @@ messages each keeps in flight, how big they are, whether consumers keep up or le
 queue to grow until the end.
 
     draw_workload(base, rng)     a fresh workload within BOUNDS (the scenario's own, sometimes)
+    draw_heavy_workload(base, rng)  the heaviest of a few drawn: replicas that must carry more
+                                 fall further behind under a slow link
     mutate_workload(w, rng)      one knob moved (the next value up or down, or any other)
     workload_problem(w)          why a workload is outside what a run can afford here, or None
 
@@ -26,6 +28,7 @@ __all__ = [
     "KNOBS",
     "MAX_BYTES_S",
     "MAX_MESSAGES_S",
+    "draw_heavy_workload",
     "draw_workload",
     "mutate_workload",
     "workload_problem",
@@ -76,6 +79,29 @@ def draw_workload(base: Workload, rng: random.Random) -> Workload:
             drawn = _with(drawn, knob, rng.choice(values))
         if workload_problem(drawn) is None:
             return drawn
+
+
+HEAVY_DRAWS = 4
+
+
+def _weight(workload: Workload) -> float:
+    """Bytes a second in all, doubled when consumers leave the queue to grow."""
+    grows = 2.0 if not workload.consume_during_load else 1.0
+    return workload.producers * workload.rate * workload.size * grows
+
+
+def draw_heavy_workload(base: Workload, rng: random.Random) -> Workload:
+    """The heaviest of HEAVY_DRAWS workloads drawn within BOUNDS (never the scenario's own)."""
+    drawn = []
+    for _ in range(HEAVY_DRAWS):
+        while True:
+            candidate = base
+            for knob, values in BOUNDS.items():
+                candidate = _with(candidate, knob, rng.choice(values))
+            if workload_problem(candidate) is None:
+                drawn.append(candidate)
+                break
+    return max(drawn, key=_weight)
 
 
 def mutate_workload(workload: Workload, rng: random.Random) -> Workload | None:

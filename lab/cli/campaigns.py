@@ -115,7 +115,7 @@ def _cmd_shrink(args: argparse.Namespace) -> int:
 
 def _request(args: argparse.Namespace) -> CampaignRequest:
     from lab.campaign.plan import CampaignRequest, Shard, nightly_seed, parse_budget
-    from lab.ground.spec import parse_seed
+    from lab.ground.spec_words import parse_seed
 
     shard = Shard.parse(args.shard)
     if args.seed is not None:

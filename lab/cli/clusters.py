@@ -1,4 +1,5 @@
-"""`lab up`, `lab down`, `lab images`: clusters that outlive the command, and images."""
+"""`lab up`, `lab down`, `lab images`, `lab rig`: clusters that outlive the command, images,
+and the namespace rig a person tries the hosts backend on."""
 
 from __future__ import annotations
 
@@ -59,12 +60,51 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Comman
         help="also build this target's image (repeatable; default: broker_ref)",
     )
 
-    return {"up": _cmd_up, "down": _cmd_down, "images": _cmd_images}
+    rig = sub.add_parser(
+        "rig",
+        help="a rig of network namespaces with an sshd each on this machine, and its hosts "
+        "file, to try --backend ssh (as root); `down` takes it all away",
+    )
+    rig.add_argument(
+        "action", choices=["up", "down"], help="up: make it (or print its hosts file); down"
+    )
+    rig.add_argument("--hosts", type=int, help="how many hosts, 1 to 9 (default 3; up only)")
+    rig.add_argument(
+        "--state-dir",
+        type=Path,
+        default=DEFAULT_STATE_DIR,
+        metavar="DIR",
+        help="where the rig is recorded (default .lab)",
+    )
+
+    return {"up": _cmd_up, "down": _cmd_down, "images": _cmd_images, "rig": _cmd_rig}
+
+
+def _cmd_rig(args: argparse.Namespace) -> int:
+    """`lab rig up`: the hosts file on stdout (the rig made, or the one already up);
+    `lab rig down`: everything the rig made removed. Both can be run again."""
+    from lab.backends.ssh.rig_kept import check_hosts, kept_rig_down, kept_rig_up
+
+    if args.action == "down":
+        if args.hosts is not None:
+            raise UsageError("--hosts is for `lab rig up`")
+        tag = kept_rig_down(args.state_dir)
+        said = f"rig {tag} taken down" if tag else f"no rig is up for {args.state_dir}"
+        print(f"lab: rig: {said}", file=sys.stderr)
+        return 0
+    if args.hosts is not None:
+        check_hosts(args.hosts)
+    up = kept_rig_up(args.state_dir, args.hosts, lambda line: say(f"lab: rig: {line}"))
+    how = "made" if up.made else "already up"
+    say(f"lab: rig: {up.hosts} hosts {how}; `lab rig down` takes them away. Try:")
+    say(f"lab: rig:   lab run master-failure --backend ssh --hosts {up.hosts_file}")
+    print(up.hosts_file)
+    return 0
 
 
 def _cmd_up(args: argparse.Namespace) -> int:
     from lab.cli.updown import cluster_up
-    from lab.ground.spec import parse_target_settings
+    from lab.ground.spec_words import parse_target_settings
 
     if args.nodes < 1:
         raise UsageError("--nodes must be at least 1")

@@ -44,7 +44,8 @@ def clear_orphans(log: Path | None = None) -> list[str]:
     attempt("node disks", _reap_disks)
     attempt("node link filters", _reap_peer_filters)
     attempt("namespace rigs", _reap_rigs)
-    if HOSTS.installed:  # without AsyncSSH this environment never ran a node on a host
+    # The SSH side (AsyncSSH) is loaded only when a run's record says a host needs cleaning.
+    if _host_sessions_orphaned():
         attempt("hosts", _reap_host_sessions)
     attempt("scratch trees", _reap_scratch)
     # Without the Docker SDK this environment never ran a container to leave behind.
@@ -87,6 +88,17 @@ def _reap_rigs() -> list[str]:
     from lab.backends.ssh.reaper import reap_rigs
 
     return [f"{what} (its lab is gone)" for what in reap_rigs()]
+
+
+def _host_sessions_orphaned() -> bool:
+    """Whether a run that put something on its hosts is gone (read from the lab's records,
+    without loading the SSH side); never when AsyncSSH is missing, since then no run could
+    have reached a host."""
+    from lab.backends.ssh.registry import HOST_SESSIONS
+
+    if not any(record.orphaned for record in HOST_SESSIONS.records()):
+        return False
+    return HOSTS.installed
 
 
 def _reap_host_sessions() -> list[str]:

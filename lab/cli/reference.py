@@ -62,6 +62,7 @@ SEE_ALSO = {
     "nightly": "[Nightly CI](campaigns.md#nightly-ci)",
     "shrink": "[Shrinking](campaigns.md#shrinking)",
     "up": "[Faults](faults.md), [Active-passive](active-passive.md)",
+    "rig": "[Hosts](hosts.md#try-it-on-this-machine-first-lab-rig-up)",
     "ha": "[Active-passive](active-passive.md#by-hand-lab-ha)",
     "images": "[The Docker backend](docker.md)",
     "report": "[Spark reports](reports.md#spark-reports-lab-report)",

@@ -80,7 +80,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Comman
     replay.add_argument("--runs-dir", type=Path, help="default: the runs folder it came from")
     replay.add_argument("--hosts", type=Path, metavar="FILE", help="a run on hosts: its hosts file")
 
-    sub.add_parser("list", help="list the scenarios and targets, and where each comes from")
+    sub.add_parser(
+        "list",
+        help="list the scenarios and targets, and where each comes from (one whose entry "
+        "point cannot be loaded is listed with why, then the command exits 2)",
+    )
 
     check = sub.add_parser("check", help="check a history (or a run folder) for lost messages")
     check.add_argument("path", type=Path, metavar="PATH", help="a history.jsonl or a run folder")
@@ -92,7 +96,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Comman
 def _cmd_run(args: argparse.Namespace) -> int:
     from lab.compose import parts_for
     from lab.ground.errors import UsageError
-    from lab.ground.spec import Durability, parse_seed, parse_target_settings
+    from lab.ground.spec import Durability
+    from lab.ground.spec_words import parse_seed, parse_target_settings
 
     if args.spec is not None:
         return _run_incident(args)
@@ -236,13 +241,15 @@ def _execute(spec: RunSpec, parts: RunParts, runs_dir: Path) -> int:
 
 def _cmd_list(args: argparse.Namespace) -> int:
     """The scenarios, then the targets: the lab's own and installed packages' (each line
-    says where it comes from; one whose entry point cannot be loaded says why)."""
+    says where it comes from). An entry point that cannot be loaded is listed with why, the
+    others still are, and then it is the one-line error of exit status 2."""
     from lab.ground.errors import PluginError
     from lab.ground.plugins import BUILT_IN
     from lab.targets.catalog import make_target, target_names, target_source
     from lab.targets.protocol import Versioned
     from scenarios.catalog import REGISTRY
 
+    broken: list[PluginError] = []
     names = sorted(REGISTRY.names())
     width = max(len(name) for name in names)
     for name in names:
@@ -251,6 +258,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
         try:
             scenario = REGISTRY.get(name)
         except PluginError as exc:
+            broken.append(exc)
             print(f"{name:<{width}}  {'?':<33}  cannot be loaded: {exc}{shown}")
             continue
         modes = " + ".join(scenario.modes)
@@ -261,6 +269,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
         try:
             target = make_target(name)
         except PluginError as exc:
+            broken.append(exc)
             print(f"  {name:<{width}}  cannot be loaded: {exc}")
             continue
         versions = (
@@ -269,6 +278,10 @@ def _cmd_list(args: argparse.Namespace) -> int:
             else ""
         )
         print(f"  {name:<{width}}  {target_source(name)}{versions}")
+    if len(broken) == 1:
+        raise broken[0]
+    if broken:
+        raise PluginError(f"{len(broken)} entry points cannot be loaded (each line above says why)")
     return 0
 
 

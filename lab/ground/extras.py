@@ -29,7 +29,7 @@ class Extra:
 
     def missing(self) -> tuple[str, ...]:
         """The extra's modules this environment cannot import (found without importing them)."""
-        return tuple(m for m in self.modules if importlib.util.find_spec(m) is None)
+        return tuple(m for m in self.modules if not _findable(m))
 
     @property
     def installed(self) -> bool:
@@ -51,6 +51,15 @@ REPORTS = Extra(
 DOCKER = Extra("docker", ("docker", "testcontainers"), "the Docker backend (`--backend docker`)")
 HOSTS = Extra("hosts", ("asyncssh",), "the hosts backend (`--backend ssh`)")
 EXTRAS = (REPORTS, DOCKER, HOSTS)
+
+
+def _findable(module: str) -> bool:
+    """Whether `module` can be found; a finder that refuses it (an environment that made it
+    unimportable) or a broken entry in sys.modules counts as not found."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def require(extra: Extra, needed_by: str) -> None:

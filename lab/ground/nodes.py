@@ -15,30 +15,51 @@ __all__ = ["BROKER_REF_TRAITS", "ClusterPlan", "NodePlan", "NodeStatus", "Target
 
 @dataclass(frozen=True)
 class NodePlan:
+    """One node as the lab planned it: what a target's `command()` configures it with.
+
+    Attributes:
+        name: `n1`, `n2` …
+        amqp_port: the port its clients reach it on (through its proxy).
+        management_port: its management API's port (`status()` asks there).
+        replication_port: the port its peers reach its replication service on.
+        data_dir: its store's folder (kept after the run).
+        node_dir: its own folder in the run folder: write its configuration here.
+        replication_host: the host of the replication address it listens on and
+            advertises to its peers (a JVM node on local processes: an address of its own).
+    """
+
     name: str
     amqp_port: int
     management_port: int
     replication_port: int
     data_dir: Path
     node_dir: Path
-    # The host of the replication address the node listens on and advertises to its peers
-    # (a JVM node on local processes: an address of its own, lab.backends.process.peer_filter).
     replication_host: str = "127.0.0.1"
 
 
 @dataclass(frozen=True)
 class ClusterPlan:
+    """The group a target is asked to form (its `check()` and `command()` read it).
+
+    Attributes:
+        group: the group's name.
+        nodes: every node's plan, spares included.
+        durability: the sync and acknowledgement policies.
+        peer_addresses: node → peer → the `host:port` the node dials to reach the peer
+            (a Toxiproxy proxy).
+        settings: the group's settings (`GroupSettings`: timings, mode, `target_context`).
+        spares: nodes planned but started only to join the running group.
+        witnesses: brokers the target runs beside the group (Artemis's quorum voters):
+            planned and started like nodes, but no client reaches them and no fault names
+            them.
+    """
+
     group: str
     nodes: tuple[NodePlan, ...]
     durability: Durability
-    # node -> peer -> "host:port" the node dials to reach the peer (a Toxiproxy proxy)
     peer_addresses: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     settings: GroupSettings = field(default_factory=GroupSettings)
-    # Nodes planned but started only to join the running group (Topology.spares).
     spares: tuple[str, ...] = ()
-    # Brokers the target runs beside the group (Artemis's quorum voters): planned like nodes
-    # (ports, folders, a proxy on every link with a node or another witness) and started
-    # with the group, but never one of its nodes: no client reaches them, no fault names them.
     witnesses: tuple[NodePlan, ...] = ()
 
     @property
@@ -75,36 +96,53 @@ class ClusterPlan:
 
 @dataclass(frozen=True)
 class NodeStatus:
+    """A node's answer to `status()`.
+
+    Parameters:
+        name: the node's name.
+        role: its role: `MASTER`, `REPLICA`, `WAITING`, `UNREACHABLE`, `DETACHED` …
+        last_transaction_id: the last transaction it holds, when it says (the judge
+            compares them around a kill).
+        queue_depths: messages in each queue, when it says.
+        ha_status: an active-passive broker's status: `joining`, `catchup`, `ready`,
+            `recovering`, `active`.
+    """
+
     name: str
     role: str
     last_transaction_id: int | None = None
     queue_depths: Mapping[str, int] = field(default_factory=dict)
-    ha_status: str | None = None  # an active-passive broker's: joining, catchup, ready, …
+    ha_status: str | None = None
 
 
 @dataclass(frozen=True)
 class TargetTraits:
-    """What a run needs to know of its target beyond its name: how much longer than
-    broker_ref's (for which the predictions' bounds are set) its elections and its nodes'
-    restarts take, and where its known deviations from the documents are declared
-    (a TOML file, lab.judge.deviations; None: none declared), and which of broker_ref's
-    own codes its logs can show."""
+    """What a run needs to know of its target beyond starting it (`RunFacts.target`).
+
+    Attributes:
+        name: the target's name.
+        election_allowance_s: how much longer than broker_ref's (for which the
+            predictions' bounds are set) its elections take.
+        restart_allowance_s: how much longer its nodes' restarts take.
+        deviations: the TOML file its known deviations from the documents are declared in
+            (lab.judge.deviations); None: none declared.
+        lab_codes: broker_ref's own codes (REF-) its log lines are read as: events it logs
+            without a code of its own.
+        activates_itself: its active-passive brokers decide themselves which one is active
+            (Artemis): the lab's cluster manager stays out of its runs.
+        settings: the defaults of its own settings (`group.target_context.<name>`): a
+            deviation declared for some settings applies to a run that has them.
+        version: the version its nodes run (None: a target without versions).
+        default_version: the version it runs when none is named.
+    """
 
     name: str = "broker_ref"
     election_allowance_s: float = 0.0
     restart_allowance_s: float = 0.0
     deviations: str | None = None
-    # broker_ref's own codes (REF-) this target's log lines are read as: events it logs
-    # without a code of its own (lab.targets.brokerj.target's LAB_EVENTS)
     lab_codes: frozenset[str] = frozenset()
-    # Its active-passive brokers decide themselves which one is active (Artemis): a run
-    # of an active-passive scenario leaves the lab's cluster manager out.
     activates_itself: bool = False
-    # The defaults of its own settings (group.target_context.<name>): a deviation declared
-    # for some settings applies to a run that has them, given or by default.
     settings: tuple[tuple[str, str], ...] = ()
-    # The version the nodes run, and the target's default one (None: a target without
-    # versions to choose from, as broker_ref, part of the lab).
     version: str | None = None
     default_version: str | None = None
 

@@ -25,7 +25,11 @@ from lab.ground.errors import PluginError, UsageError
 __all__ = ["BUILT_IN", "SCENARIO_GROUP", "TARGET_GROUP", "Plugin", "Registry", "installed"]
 
 SCENARIO_GROUP = "lab.scenarios"
+"""The entry point group of scenarios: each entry point names a `Scenario` (or a function of
+no arguments that returns one), under the scenario's name."""
 TARGET_GROUP = "lab.targets"
+"""The entry point group of targets: each names a target's class or factory, called with no
+argument (its default version) or with `version=`."""
 BUILT_IN = "built-in"  # the source of the lab's own scenarios and targets
 
 T = TypeVar("T")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-import subprocess
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -20,6 +18,7 @@ from lab.ground.cluster_settings import (
 )
 from lab.ground.errors import InputError, UsageError
 from lab.ground.faultops import FaultOp, canonical, ops_from_json
+from lab.ground.spec_words import parse_seed, version_or_none
 
 __all__ = [
     "BACKENDS",
@@ -29,10 +28,6 @@ __all__ = [
     "RunSpec",
     "Topology",
     "Workload",
-    "git_revision",
-    "parse_seed",
-    "parse_target_settings",
-    "split_target",
 ]
 
 # The lab's own backends and targets. Targets are also added by installed packages (entry
@@ -40,7 +35,6 @@ __all__ = [
 BACKENDS = ("process", "docker", "ssh")
 TARGETS = ("broker_ref", "qpid-broker-j", "artemis")
 SPEC_VERSION = 1
-MAX_SEED = 2**63 - 1
 
 SyncPolicy = Literal["SYNC", "WRITE_NO_SYNC", "NO_SYNC"]
 AckPolicy = Literal["ALL", "SIMPLE_MAJORITY", "NONE"]
@@ -52,10 +46,13 @@ ACK_POLICIES: tuple[AckPolicy, ...] = ("ALL", "SIMPLE_MAJORITY", "NONE")
 class Topology:
     """How many nodes; each node name is n1, n2, …
 
-    `spares` are nodes planned from the start (ports, folders, proxies, the group's
-    permitted nodes) but started only by an `add_node` operation, to join the running
-    group (the seeds' "adding nodes to an existing group"). n1 founds the group and is
-    never a spare."""
+    Parameters:
+        nodes: how many nodes the group has (n1 … nN).
+        spares: nodes planned from the start (ports, folders, proxies, the group's
+            permitted nodes) but started only by an `add_node` operation, to join the
+            running group (the seeds' "adding nodes to an existing group"). n1 founds the
+            group and is never a spare.
+    """
 
     nodes: int = 1
     spares: tuple[str, ...] = ()
@@ -98,7 +95,16 @@ class Topology:
 
 @dataclass(frozen=True)
 class Durability:
-    """The durability triplet of the seeds, plus coalescing-sync."""
+    """The durability triplet of the seeds, plus coalescing-sync (Broker-J's names).
+
+    Parameters:
+        master_sync: how the master writes a transaction before it commits: `SYNC` (to
+            disk), `WRITE_NO_SYNC` (to the operating system) or `NO_SYNC`.
+        replica_sync: the same for a replica before it acknowledges.
+        ack_policy: which replicas must acknowledge a commit: `ALL`, `SIMPLE_MAJORITY`
+            or `NONE`.
+        coalescing_sync: the master batches its syncs (not with `master_sync="SYNC"`).
+    """
 
     master_sync: SyncPolicy = "NO_SYNC"
     replica_sync: SyncPolicy = "NO_SYNC"
@@ -141,19 +147,25 @@ class Durability:
 class GroupSettings:
     """The HA group's node attributes and timings (the seeds' names in brackets).
 
-    `priority` maps a node to 0..3 (Never, Normal, High, Highest; unlisted nodes
-    are Normal); `designated_primary` lists the nodes set true (groups of two only);
-    `rep_stream_timeout_s` is how long a master keeps the log a missing replica
-    needs (je.rep.repStreamTimeout); `insufficient_replicas_timeout_s` is how long
-    a commit waits for its replicas (je.rep.insufficientReplicasTimeout).
-
-    `mode` is how the group comes to have a master: `replicated-group` (the Java
-    broker's: its nodes elect one) or `active-passive` (the C++ broker's: a cluster
-    manager promotes one; `active_passive` holds that cluster's settings).
-
-    `target_context` maps a target's name to settings its nodes take as they are, for
-    situations a target's defaults hide (Broker-J: context variables of the virtual host
-    node, such as JE's `je.log.fileMax`); a target reads only its own.
+    Parameters:
+        priority: a node's election priority, 0..3 (Never, Normal, High, Highest);
+            unlisted nodes are Normal.
+        designated_primary: the nodes set designated primary (groups of two only).
+        quorum_override: the group's quorum override, quorumOverride (0: a majority).
+        heartbeat_interval_s: how often a master sends its heartbeat.
+        election_timeout_s: how long a replica waits without a heartbeat before it
+            calls an election.
+        insufficient_replicas_timeout_s: how long a commit waits for its replicas
+            (je.rep.insufficientReplicasTimeout).
+        rep_stream_timeout_s: how long a master keeps the log a missing replica needs
+            (je.rep.repStreamTimeout).
+        mode: how the group comes to have a master: `replicated-group` (the Java
+            broker's: its nodes elect one) or `active-passive` (the C++ broker's: a
+            cluster manager promotes one).
+        active_passive: an active-passive cluster's settings.
+        target_context: a target's name to settings its nodes take as they are, for
+            situations a target's defaults hide (Broker-J: context variables of the
+            virtual host node, such as JE's `je.log.fileMax`); a target reads only its own.
     """
 
     priority: Mapping[str, int] = field(default_factory=dict)
@@ -221,7 +233,28 @@ class SideQueue:
 
 @dataclass(frozen=True)
 class Workload:
-    """The client workload: producers and consumers on one queue (and maybe a side queue)."""
+    """The client workload: producers and consumers on one queue (and maybe a side queue).
+
+    Parameters:
+        producers: how many producer processes (p1, p2 …).
+        consumers: how many consumer processes (c1, c2 …).
+        rate: messages a second each producer sends (0: no limit).
+        size: each message's body, in bytes.
+        window: how many sends a producer may have unacknowledged at once.
+        duration_s: how long the load lasts, in seconds (the schedule's times count from
+            its start).
+        queue: the queue's name.
+        drain_timeout_s: how long the consumers may take to drain the queue at the end.
+        consume_during_load: False: consumers start only when the load is over, and
+            drain (messages wait in the queue, so a broker that drops acknowledged ones
+            cannot hide it behind fast consumers).
+        spread_producers: producer p<i> tries node n<i> first, so clients reach
+            different nodes when more than one will take them.
+        virtual_address: clients know only the cluster's virtual address (an
+            active-passive cluster's manager points it at the primary), not every node's.
+        heartbeat_s: the clients' AMQP idle timeout (0: none).
+        side: a second queue beside this one (`SideQueue`), or None.
+    """
 
     producers: int = 1
     consumers: int = 1
@@ -231,16 +264,10 @@ class Workload:
     duration_s: float = 12.0
     queue: str = "lab"
     drain_timeout_s: float = 30.0
-    # False: consumers start only when the load is over, and drain (messages wait in the queue,
-    # so a broker that drops acknowledged ones cannot hide it behind fast consumers).
     consume_during_load: bool = True
-    # True: producer p<i> tries node n<i> first (its URL list rotated), so clients reach
-    # different nodes when more than one will take them.
     spread_producers: bool = False
-    # True: clients know only the cluster's virtual address (an active-passive cluster's
-    # manager points it at the primary); False: the list of every node's address.
     virtual_address: bool = False
-    heartbeat_s: float = 2.0  # the clients' AMQP idle timeout (0: none)
+    heartbeat_s: float = 2.0
     side: SideQueue | None = None
 
     @staticmethod
@@ -253,6 +280,24 @@ class Workload:
 
 @dataclass(frozen=True)
 class RunSpec:
+    """Everything a run is made of, as `spec.json` holds it (docs/run-folder.md).
+
+    Attributes:
+        scenario: the scenario's name (`incident` for an incident file's).
+        seed: the seed of the run's one random generator.
+        target: the target's name (`broker_ref`, `qpid-broker-j`, `artemis`, yours).
+        backend: `process`, `docker` or `ssh`.
+        topology: the nodes.
+        durability: the sync and acknowledgement policies.
+        workload: the clients.
+        group: the HA group's settings and design.
+        schedule: the fault operations, as planned for this seed.
+        lab_version: the lab's version that made it.
+        git_revision: the lab checkout's revision, when it runs from one.
+        target_version: the target's version when it is not its default (None: the
+            default).
+    """
+
     scenario: str
     seed: int
     target: str = "broker_ref"
@@ -320,71 +365,7 @@ class RunSpec:
                 schedule=ops_from_json(list(raw.get("schedule", []))),
                 lab_version=str(raw.get("lab_version", __version__)),
                 git_revision=raw.get("git_revision"),
-                target_version=_version_or_none(raw.get("target_version")),
+                target_version=version_or_none(raw.get("target_version")),
             )
         except (KeyError, TypeError, ValueError, UsageError) as exc:
             raise InputError(f"{source}: not a valid run spec: {exc}") from exc
-
-
-def parse_target_settings(pairs: list[str] | None) -> dict[str, str]:
-    """`KEY=VALUE` words (`--target-setting`, repeatable) as a mapping; a UsageError for a
-    word without `=` (the target checks the keys and values themselves)."""
-    found: dict[str, str] = {}
-    for pair in pairs or ():
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise UsageError(
-                f"--target-setting {pair!r}: write KEY=VALUE, e.g. activation=quorum-voting"
-            )
-        found[key.strip()] = value.strip()
-    return found
-
-
-_VERSION = re.compile(r"^[0-9A-Za-z][0-9A-Za-z._+-]*$")
-
-
-def _version_or_none(raw: object) -> str | None:
-    if raw is None:
-        return None
-    if not isinstance(raw, str) or not _VERSION.match(raw):
-        raise ValueError(f"target_version: {raw!r} is not a version (e.g. 9.1.0)")
-    return raw
-
-
-def split_target(ref: str) -> tuple[str, str | None]:
-    """`NAME@VERSION` (or `NAME`) as (name, version); a UsageError for a bad version."""
-    name, at, version = ref.partition("@")
-    if not at:
-        return ref, None
-    if not name or not _VERSION.match(version):
-        raise UsageError(
-            f"target {ref!r}: write NAME@VERSION, e.g. qpid-broker-j@9.1.0 "
-            "(a version is letters, digits, dots and dashes)"
-        )
-    return name, version
-
-
-def parse_seed(text: str) -> int:
-    """A seed is a non-negative integer below 2**63."""
-    try:
-        seed = int(text, 10)
-    except ValueError:
-        raise UsageError(f"bad seed {text!r}: must be a non-negative integer") from None
-    if not 0 <= seed <= MAX_SEED:
-        raise UsageError(f"bad seed {text!r}: must be between 0 and {MAX_SEED}")
-    return seed
-
-
-def git_revision(root: Path) -> str | None:
-    """The lab checkout's git revision, or None outside a git checkout."""
-    try:
-        out = subprocess.run(
-            ["git", "-C", str(root), "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None if out.returncode == 0 else None

@@ -13,7 +13,12 @@ MAX_IDS = 1000
 
 @dataclass(frozen=True)
 class IdSet:
-    """How many ids a category holds, and the first `MAX_IDS` of them, sorted."""
+    """How many ids a category holds, and the first `MAX_IDS` (1000) of them, sorted.
+
+    Attributes:
+        count: how many message ids.
+        ids: the first of them, sorted.
+    """
 
     count: int
     ids: tuple[str, ...]
@@ -24,7 +29,24 @@ class IdSet:
 
 @dataclass(frozen=True)
 class CheckResult:
-    """The checker's sets and verdict for one history."""
+    """The checker's sets and verdict for one history (docs/run-folder.md, "The queue
+    checker"): the same object as `lab check --json` and result.json's `check`.
+
+    Attributes:
+        valid: True; False when messages were lost, unexpected or resurrected; "unknown"
+            when lost is the only violation and a consumer could not drain the queue.
+        attempted: message ids with any send.
+        acknowledged: ids with at least one send the broker acknowledged.
+        failed: ids the broker certainly refused.
+        indeterminate: ids whose send outcome is unknown (a dropped connection).
+        received: ids some consumer received.
+        lost: acknowledged but never received (a violation).
+        unexpected: received but never sent (a violation).
+        resurrected: refused, then delivered (a violation).
+        recovered: of unknown outcome, and received (fine).
+        duplicated: received more than once (a scenario says whether that is allowed).
+        duplicate_deliveries: how many deliveries beyond the first.
+    """
 
     valid: bool | Literal["unknown"]
     attempted: int

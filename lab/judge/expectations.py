@@ -15,9 +15,12 @@
                                              is a node's restart; a load that ended before the
                                              bound cannot show it (unknown)
 
-Nodes and moments are references (lab.judge.facts): `n2`, `f1`, `master@f1`; `f1:start`.
-Service is read from the run's unavailability windows (gaps between acknowledged sends
-longer than the metrics' threshold, 1 s) during the load.
+Nodes and moments are references (lab.judge.facts), written before the run when roles are
+not yet known: a node is `n2` (by name), `f1` (the node fault f1 struck, its `@master`
+resolved) or `master@f1` (the node that was MASTER when f1 began); a moment is `f1:start` or
+`f1:end` (when f1 was applied, when it was healed). Service is read from the run's
+unavailability windows (gaps between acknowledged sends longer than the metrics' threshold,
+1 s) during the load.
 """
 
 from __future__ import annotations
@@ -45,6 +48,10 @@ KILLED = (-9, 137)  # a process's status after SIGKILL; a container's exit code
 
 
 class Expectation(Protocol):
+    """A part of a prediction beyond lost and duplicated messages: any value with this
+    method (a frozen dataclass, as the lab's own are). Its class may set `violation`, the
+    kind its reason has in result.json (else its class name in lower case with dashes)."""
+
     def unmet(self, facts: RunFacts) -> str | None:
         """None when the run shows it; else the reason, naming what was seen.
         May raise UnknownReference when the run never reached the fault it names."""
@@ -67,6 +74,15 @@ def _shown(windows: tuple[Window, ...]) -> str:
 
 @dataclass(frozen=True)
 class LogSeen:
+    """A node wrote an operational-log code (`HA-1014` …).
+
+    Parameters:
+        code: the log code.
+        node: the node that must write it (a reference: `n2`, `f1`, `master@f1`); None:
+            any node.
+        after: a moment it must come after (`f1:start`, `f1:end`); None: any time.
+    """
+
     violation: ClassVar[str] = "log-missing"
 
     code: str
@@ -102,6 +118,13 @@ class LogSeen:
 
 @dataclass(frozen=True)
 class RoleAtEnd:
+    """A node's role when the run ended (its answer to the lab's last status check).
+
+    Parameters:
+        node: a reference: `n2`, `f1` (the node f1 struck), `master@f1`.
+        role: the role it must end in (`MASTER`, `REPLICA` …).
+    """
+
     violation: ClassVar[str] = "role-at-end"
 
     node: str
@@ -118,7 +141,13 @@ class RoleAtEnd:
 @dataclass(frozen=True)
 class RoleNever:
     """The node never reported any of `roles` (its own role changes, `node.role`) from the
-    moment `after` on, nor ended the run in one: a node the group refuses never serves."""
+    moment `after` on, nor ended the run in one: a node the group refuses never serves.
+
+    Parameters:
+        node: a reference: `n2`, `f1`, `master@f1`.
+        roles: the roles it must never take (`("MASTER",)` …).
+        after: the moment from which (`f1:start`, `f1:end`).
+    """
 
     violation: ClassVar[str] = "role-reached"
 
@@ -167,9 +196,16 @@ class StoppedCleanly:
 
 @dataclass(frozen=True)
 class ServiceStopped:
-    """No acknowledged send from `start` (+ slack: commits already in flight) to `end`
-    (- end slack: the lab records a heal once its command returns, and `docker unpause`
-    returns a little after the node runs again)."""
+    """No acknowledged send from `start` to `end`: the service stopped through a window.
+
+    Parameters:
+        start: the moment the window begins (`f1:start`).
+        end: the moment it ends (`f1:end`); no later than the load's end.
+        slack_s: seconds after `start` not counted (commits already in flight).
+        end_slack_s: seconds before `end` not counted (the lab records a heal once its
+            command returns, and `docker unpause` returns a little after the node runs
+            again).
+    """
 
     violation: ClassVar[str] = "served-while-stopped"
 
@@ -195,10 +231,19 @@ class ServiceStopped:
 
 @dataclass(frozen=True)
 class ServiceContinued:
+    """Acknowledged sends went on through a window: no gap between them over `max_gap_s`.
+
+    Parameters:
+        start: the moment the window begins (`f1:start`).
+        end: the moment it ends (`f1:end`); None: the end of the load (a slower target's
+            longer load included).
+        max_gap_s: the longest gap allowed between acknowledged sends, in seconds.
+    """
+
     violation: ClassVar[str] = "unavailable>bound"
 
     start: str
-    end: str | None  # None: the end of the load (a slower target's longer load included)
+    end: str | None
     max_gap_s: float = 2.0
 
     def unmet(self, facts: RunFacts) -> str | None:
@@ -221,14 +266,28 @@ class ServiceContinued:
 
 @dataclass(frozen=True)
 class ServiceResumed:
+    """The service came back within a bound after a moment: the gap in acknowledged sends
+    that spans `after` ends within the bound (no gap: it never stopped). A load that ended
+    before the bound cannot show it (`unknown`).
+
+    Parameters:
+        after: the moment (`f1:start`, `f1:end`).
+        within_s: seconds no timeout covers: the brokers' and the clients' own work.
+        terms: the run's timeouts the bound adds, by name: `silence` (how long the group
+            waits on a silent node), `election`, `primary` (an election a designated
+            primary wins alone), `reconnect` (the clients back on the new master), each
+            valued from the run's settings (lab.judge.bounds); a bound counted from a
+            node's restart (`f1:end` of a kill) also adds how long the node took to be
+            ready.
+        begins_within_s: a gap that begins up to this long after `after` counts too,
+            timed from its beginning (a node stopped gracefully serves until it has closed).
+    """
+
     violation: ClassVar[str] = "unavailable>bound"
 
     after: str
-    within_s: float  # what no timeout covers: the brokers' and the clients' own work
-    # The run's timeouts on the way back, by name (lab.judge.bounds.TERMS).
+    within_s: float
     terms: tuple[str, ...] = ()
-    # A gap that begins up to this long after `after` counts too, timed from its beginning:
-    # a node stopped gracefully serves until it has closed (a JVM: seconds).
     begins_within_s: float = 0.0
 
     def unmet(self, facts: RunFacts) -> str | None:

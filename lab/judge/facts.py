@@ -4,6 +4,8 @@ Nodes are referred to as a scenario writes them before the run, when roles are n
 yet known: `n2` (a node by name), `f1` (the node fault f1 was applied to, after
 `@master` / `@replica` were resolved) or `master@f1` (the node that was MASTER when
 f1 was applied). Moments are `f1:start` and `f1:end`, in seconds since the run began.
+A fault the nemesis skipped (its selector found no node: `fault.skipped`) is in `skipped`
+with why; a reference to it raises `SkippedFault`.
 `history` is the run's client operations (lab.judge.metrics.read_operations: index, time,
 process, type, f, value, node), when the judge was given them; `timings` the run's
 configured timeouts that bounds add (lab.judge.bounds), when the judge was given them.
@@ -25,11 +27,15 @@ from lab.judge.bounds import Timings
 from lab.judge.checker import CheckResult
 from lab.judge.metrics import NS, RunMetrics
 
-__all__ = ["FaultFacts", "LogLine", "Observation", "RunFacts", "UnknownReference"]
+__all__ = ["FaultFacts", "LogLine", "Observation", "RunFacts", "SkippedFault", "UnknownReference"]
 
 
 class UnknownReference(Exception):
     """A node or moment reference names a fault that did not happen (or never healed)."""
+
+
+class SkippedFault(UnknownReference):
+    """A reference names a fault the nemesis skipped: its selector found no node."""
 
 
 @dataclass(frozen=True)
@@ -67,6 +73,25 @@ OBSERVED_KINDS = ("node.", "manager.", "cluster.")
 
 @dataclass(frozen=True)
 class RunFacts:
+    """What an expectation reads (`unmet(facts)`): what the run showed, gathered once.
+
+    Attributes:
+        faults: each fault applied, by id (`FaultFacts`: `fault`, the node it struck as
+            `target`, `start_s`, `end_s` when healed, the nodes' `roles` as it began).
+        logs: the nodes' coded log lines (`LogLine`: `time_s`, `node`, `code`, `text`).
+        final_roles: each node's role when the run ended (None: no answer).
+        metrics: the run's figures (`failover_s` per fault, in the order the faults
+            began; the gaps between acknowledged sends; the load's start and end …).
+        target: what the run knows of its target (`TargetTraits`).
+        observed: node, cluster-manager and cluster events (`Observation`: `time_s`,
+            `kind`, `node`, `detail`).
+        check: the queue checker's result.
+        history: the client operations (a pyarrow table), when the judge was given them.
+        timings: the run's configured timeouts bounds add, when the judge was given them.
+        skipped: the faults the nemesis skipped (their selector found no node), by id,
+            with why.
+    """
+
     faults: Mapping[str, FaultFacts]
     logs: tuple[LogLine, ...]
     final_roles: Mapping[str, str | None]
@@ -76,6 +101,7 @@ class RunFacts:
     check: CheckResult | None = None
     history: pa.Table | None = None
     timings: Timings | None = None
+    skipped: Mapping[str, str] = field(default_factory=dict)  # fault id → why not applied
 
     @staticmethod
     def gather(
@@ -91,6 +117,7 @@ class RunFacts:
         logs: list[LogLine] = []
         observed: list[Observation] = []
         final: dict[str, str | None] = {}
+        skipped: dict[str, str] = {}
         ending = False  # the teardown began: nodes stopping one by one are not the run's
         for e in sorted(events, key=lambda e: int(e.get("time", 0))):
             kind = e.get("kind")
@@ -105,6 +132,8 @@ class RunFacts:
                     start_s=time_s,
                     roles=dict(e.get("roles") or {}),
                 )
+            elif kind == "fault.skipped" and "id" in e:
+                skipped[str(e["id"])] = str(e.get("error", ""))
             elif kind == "fault.end" and "id" in e and "error" not in e:
                 ends[str(e["id"])] = time_s
             elif kind == "broker.log" and e.get("node"):
@@ -124,17 +153,31 @@ class RunFacts:
             for i, f in starts.items()
         }
         return RunFacts(
-            faults, tuple(logs), final, metrics, target, tuple(observed), check, history, timings
+            faults,
+            tuple(logs),
+            final,
+            metrics,
+            target,
+            tuple(observed),
+            check,
+            history,
+            timings,
+            skipped,
         )
 
     def fault(self, fault_id: str) -> FaultFacts:
+        """The fault `fault_id` as applied (`FaultFacts`); UnknownReference when it never
+        was (SkippedFault when the nemesis skipped it)."""
         try:
             return self.faults[fault_id]
         except KeyError:
+            if fault_id in self.skipped:
+                raise SkippedFault(f"fault {fault_id} was skipped") from None
             raise UnknownReference(f"fault {fault_id} was never applied") from None
 
     def node(self, ref: str) -> str:
-        """The node name a reference stands for."""
+        """The node name a reference stands for: `n2`, `f1` (the node f1 struck) or
+        `master@f1` (the node MASTER when f1 began)."""
         if ref.startswith("master@"):
             found = self.fault(ref.removeprefix("master@"))
             masters = [n for n, r in found.roles.items() if r == "MASTER"]

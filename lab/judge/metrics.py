@@ -45,8 +45,9 @@ class RunMetrics:
     unavailable_windows: tuple[Window, ...]
     unavailable_total_s: float
     unavailable_longest_s: float
-    # per fault, seconds from its start to the next acknowledged send; for a fault that takes
-    # a node out (kill, pause, isolate, disconnect), the next one on another node
+    # per fault, seconds from its start to the next acknowledged send, whoever serves it; for
+    # a fault that takes a node out (kill, pause, isolate …), one on that node counts only
+    # once it is back (restarted, resumed, healed)
     failover_s: tuple[float | None, ...]
     masters: tuple[tuple[float, str, str], ...]  # (time s, node, role) for every role change
     two_masters_seen: bool
@@ -167,7 +168,20 @@ def _two_masters(events: Iterable[Mapping[str, Any]]) -> bool:
 def _failover(
     events: Iterable[Mapping[str, Any]], sends_ok: list[tuple[float, str | None]]
 ) -> list[float | None]:
+    """Per fault (in the order they began), seconds from its start to the next acknowledged
+    send, whoever serves it; None when no send was acknowledged after it.
+
+    A send the node a fault took out (TAKES_A_NODE_OUT) acknowledges counts only once that
+    node is back: restarted or resumed (its next `node.start` / `node.resume`), or the fault
+    healed (`fault.end`). Until then what it acknowledges was in flight before the fault; from
+    then on it is service again, so a single node killed and restarted has a failover time too."""
+    events = list(events)
     nodes = {str(e["node"]) for e in events if e.get("kind") == "node.start" and e.get("node")}
+    ends = {  # the heals that worked (a refused one leaves the node out)
+        str(e.get("id")): int(e["time"]) / NS
+        for e in events
+        if e.get("kind") == "fault.end" and not e.get("error")
+    }
     found: list[float | None] = []
     for e in events:
         if e.get("kind") != "fault.start":
@@ -175,9 +189,25 @@ def _failover(
         started = int(e["time"]) / NS
         out = e.get("fault") in TAKES_A_NODE_OUT and e.get("target") in nodes
         hit = e.get("target") if out else None
-        after = next((t for t, n in sends_ok if t > started and (hit is None or n != hit)), None)
+        back = _back(events, hit, started, ends.get(str(e.get("id")))) if out else started
+        after = next((t for t, n in sends_ok if t > started and (n != hit or t >= back)), None)
         found.append(None if after is None else round(after - started, 3))
     return found
+
+
+def _back(
+    events: list[Mapping[str, Any]], node: object, since_s: float, healed_s: float | None
+) -> float:
+    """When `node`, taken out at `since_s`, serves again: its first start or resume after
+    that, or the fault's heal (`healed_s`), whichever came first; never, when neither did."""
+    again = [
+        int(e["time"]) / NS
+        for e in events
+        if e.get("kind") in ("node.start", "node.resume")
+        and e.get("node") == node
+        and int(e["time"]) / NS > since_s
+    ]
+    return min([*again, float("inf") if healed_s is None else healed_s])
 
 
 def _info_ops(history: pa.Table) -> list[tuple[float, str | None]]:

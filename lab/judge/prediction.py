@@ -6,6 +6,10 @@ Outcomes: `held` (every part of the prediction shown), `broken` (some part not, 
 reason named), `unknown` (the prediction could not be tested: nothing acknowledged,
 the queue not drained, or only expectations the target's logs cannot show).
 
+A fault the schedule planned and the nemesis skipped (its `@master` found no master at its
+moment: faults.selectors) leaves the prediction untested: its reason says why, and the
+verdict is `unknown` unless another part of the prediction was broken.
+
 Each reason has a violation kind (`lost`, `two-masters`, `unavailable>bound` …), the
 words campaigns, the failure database and replays compare runs by: two runs show the
 same violation when they share a kind, whatever the counts.
@@ -23,7 +27,7 @@ from lab.ground.nodes import BROKER_REF_TRAITS, TargetTraits
 from lab.judge.bounds import Timings
 from lab.judge.checker import CheckResult
 from lab.judge.expectations import UNCHECKABLE, Expectation
-from lab.judge.facts import RunFacts, UnknownReference
+from lab.judge.facts import RunFacts, SkippedFault, UnknownReference
 from lab.judge.metrics import RunMetrics
 
 __all__ = ["Outcome", "Prediction", "Verdict", "violation_kind"]
@@ -34,11 +38,21 @@ Outcome = Literal["held", "broken", "unknown"]
 NOTHING_ACKNOWLEDGED = "nothing-acknowledged"
 NOT_DRAINED = "not-drained"
 UNCHECKABLE_KIND = "uncheckable"
+NOT_APPLIED = "fault-not-applied"
 
 
 @dataclass(frozen=True)
 class Verdict:
-    """`violations` holds the kind of each reason, sorted and without repeats."""
+    """The judge's answer: did the run show the prediction?
+
+    Attributes:
+        outcome: `held` (every part shown), `broken` (some part not), or `unknown` (the
+            prediction could not be tested: nothing acknowledged, the queue not drained,
+            a fault not applied, only expectations the target's logs cannot show).
+        reasons: one sentence for each part not shown, naming what was seen.
+        violations: the kind of each reason (`lost`, `two-masters`, `unavailable>bound`
+            …: docs/run-folder.md), sorted and without repeats.
+    """
 
     outcome: Outcome
     reasons: tuple[str, ...]
@@ -46,6 +60,7 @@ class Verdict:
 
     @property
     def held(self) -> bool:
+        """Whether the outcome is `held`."""
         return self.outcome == "held"
 
     @staticmethod
@@ -67,16 +82,22 @@ def violation_kind(expectation: Expectation) -> str:
 
 @dataclass(frozen=True)
 class Prediction:
-    """What the documents predict for a run.
+    """What the documents predict for a run: the verdict is `held` when the run shows all
+    of it.
 
-    `loss` is "none" (no acknowledged message may be lost), "detected" (the
-    documents predict loss; the lab must see it) or "allowed" (the documents warn that
-    data may be lost here: any loss is reported, none is required).
-    `duplicates_allowed` says whether
-    a message may be delivered twice. `two_masters` is "forbidden" (never two nodes
-    MASTER at once), "expected" (the documents predict a split brain) or "either".
-    `expect` lists the rest (lab.judge.expectations): log codes, roles at the end,
-    service stopped / continued / resumed around the faults.
+    Parameters:
+        text: the prediction in words (result.json's `prediction`, the reports).
+        loss: "none" (no acknowledged message may be lost), "detected" (the documents
+            predict loss; the lab must see it) or "allowed" (the documents warn that data
+            may be lost here: any loss is reported, none is required).
+        duplicates_allowed: whether a message may be delivered twice (a client re-sends
+            what it does not know was acknowledged, so a failover allows duplicates).
+        two_masters: "forbidden" (never two nodes MASTER at once), "expected" (the
+            documents predict a split brain) or "either".
+        expect: the rest, each an `Expectation`: the lab's (`LogSeen`, `RoleAtEnd`,
+            `RoleNever`, `ServiceStopped`, `ServiceContinued`, `ServiceResumed`) or a
+            value of your own with `unmet(facts)`.
+        refusals_expected: the broker must refuse some publishes (a full disk).
     """
 
     text: str
@@ -170,9 +191,13 @@ class Prediction:
                 )
             )
         facts = RunFacts.gather(events, metrics, target, check, history, timings)
+        for fault_id, why in facts.skipped.items():
+            found.append((NOT_APPLIED, f"{UNCHECKABLE} {why}, so {fault_id} was not applied"))
         for expectation in self.expect:
             try:
                 reason = expectation.unmet(facts)
+            except SkippedFault:
+                continue  # said once, above
             except UnknownReference as exc:
                 reason = f"{expectation}: {exc}"
             if reason is not None:

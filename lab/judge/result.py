@@ -51,8 +51,9 @@ __all__ = [
 ]
 
 # 2: mode, violations, replay, interrupted (and that verdict); 3: the verdict `deviation`
-# and the `deviation` object
-RESULT_VERSION = 3
+# and the `deviation` object; 4: `metrics.failover_s` counts the node a fault took out once
+# it is back (a single node killed and restarted has a failover time)
+RESULT_VERSION = 4
 
 # What result.json's verdict can say: the judge's outcomes, or that the run was stopped
 # before it could be judged (Ctrl-C, SIGTERM, or the lab killed: see `interrupted`).

@@ -10,7 +10,7 @@ the events a run is judged by:
 
 A change is a change from what the run last recorded of the broker (`NodeStates`): the
 brokers' own log lines may record some first (a target's log reader can say that a line is
-its broker taking a role or a status, lab.targets.protocol.LogRecord), and a broker started
+its broker taking a role or a status, lab.targets.log_lines.LogRecord), and a broker started
 again has nothing recorded. A broker that does not answer (down, frozen, starting) changes
 nothing; an answer from a broker killed or started again while it was asked is dropped, and
 so is one asked before the run last recorded a change of that broker (it is older news).

@@ -10,6 +10,10 @@
     [group]       (GroupSettings' fields; group.active_passive for that mode)
     [[fault]]     id = "f1"  fault = "kill"  target = "@master"  start_s = 5.0  end_s = 8.0
                   params = { … }    (no end_s: never healed, as transfer_master)
+    [[fault]]     id = "f2"  fault = "kill"  target = "@master"  start_s = 9.0
+                  when = "new-master"  within_s = 10.0  length_s = 2.0
+                  (armed at start_s: strikes when a new master appears, 10 s later at the
+                  latest, and is healed 2 s after it struck; see faultops.TRIGGERS)
 
 Faults may instead be given as `[[schedule]]` operations, as spec.json holds them
 (`at_s`, `action` start|stop, …), so a spec.json a user edited is an incident too. Every
@@ -27,7 +31,7 @@ from typing import Any
 from faults.schedule_check import check_schedule
 from lab.ground.cluster_settings import ActivePassiveSettings
 from lab.ground.errors import InputError, UsageError
-from lab.ground.faultops import FaultOp, canonical
+from lab.ground.faultops import TRIGGERS, FaultOp, canonical
 from lab.ground.files import read_user_document
 from lab.ground.spec import (
     SPEC_VERSION,
@@ -36,9 +40,8 @@ from lab.ground.spec import (
     RunSpec,
     Topology,
     Workload,
-    parse_seed,
-    split_target,
 )
+from lab.ground.spec_words import parse_seed, split_target
 from lab.run.spec_values import check_names, check_section, check_target_context
 
 __all__ = ["INCIDENT", "load_edited_spec", "load_incident", "validate_spec"]
@@ -63,8 +66,13 @@ _TOP = frozenset(
         "git_revision",
     }
 )
-_WINDOW = frozenset({"id", "fault", "target", "start_s", "end_s", "params"})
-_OP = frozenset({"id", "at_s", "action", "fault", "target", "params"})
+_WINDOW = frozenset(
+    {"id", "fault", "target", "start_s", "end_s", "params", "when", "within_s", "length_s"}
+)
+_OP = frozenset(
+    {"id", "at_s", "action", "fault", "target", "params", "when", "within_s", "after_s"}
+)
+_OPTIONAL = frozenset({"params", "when", "within_s", "after_s"})
 
 
 def _names(cls: Any) -> frozenset[str]:
@@ -143,16 +151,54 @@ def _windows(entries: Any) -> list[FaultOp]:
         params = entry.get("params", {})
         if not isinstance(params, Mapping):
             raise UsageError(f"{where}.params: must be a table")
-        common = {"fault": str(entry["fault"]), "target": str(entry["target"]), "id": fault_id}
+        fault, target = str(entry["fault"]), str(entry["target"])
         start = _seconds(entry["start_s"], f"{where}.start_s")
-        ops.append(FaultOp(at_s=start, action="start", params=dict(params), **common))
+        if "when" in entry:
+            ops.extend(_triggered(entry, where, fault, target, fault_id, start, dict(params)))
+            continue
+        for only in ("within_s", "length_s"):
+            if only in entry:
+                raise UsageError(f"{where}.{only}: only for a fault that waits (`when`)")
+        ops.append(FaultOp(start, "start", fault, target, fault_id, dict(params)))
         if "end_s" in entry:
             end = _seconds(entry["end_s"], f"{where}.end_s")
             if end < start:
                 raise UsageError(
                     f"{where}.end_s: the heal ({end:g} s) is before the fault ({start:g} s)"
                 )
-            ops.append(FaultOp(at_s=end, action="stop", params=dict(params), **common))
+            ops.append(FaultOp(end, "stop", fault, target, fault_id, dict(params)))
+    return ops
+
+
+def _triggered(
+    entry: Mapping[str, Any],
+    where: str,
+    fault: str,
+    target: str,
+    fault_id: str,
+    start: float,
+    params: dict[str, Any],
+) -> list[FaultOp]:
+    """A [[fault]] that waits: `when`, `within_s` (how long at most), and `length_s` (how long
+    after it struck it is healed; none: never healed), instead of `end_s`."""
+    when = entry["when"]
+    if when not in TRIGGERS:
+        raise UsageError(f"{where}.when: {when!r} is not one of {', '.join(TRIGGERS)}")
+    if "end_s" in entry:
+        raise UsageError(f"{where}.end_s: a fault that waits (`when`) is healed after length_s")
+    if "within_s" not in entry:
+        raise UsageError(f"{where}.within_s: missing (how long the fault waits at most)")
+    within = _seconds(entry["within_s"], f"{where}.within_s")
+    if within <= 0:
+        raise UsageError(f"{where}.within_s: must be more than 0")
+    ops = [FaultOp(start, "start", fault, target, fault_id, params, when=when, within_s=within)]
+    if "length_s" in entry:
+        length = _seconds(entry["length_s"], f"{where}.length_s")
+        ops.append(
+            FaultOp(
+                start + within + length, "stop", fault, target, fault_id, params, after_s=length
+            )
+        )
     return ops
 
 
@@ -167,7 +213,7 @@ def _operations(entries: Any) -> list[FaultOp]:
         unknown = sorted(set(entry) - _OP)
         if unknown:
             raise UsageError(f"{where}.{unknown[0]}: unknown field")
-        missing = sorted(_OP - {"params"} - set(entry))
+        missing = sorted(_OP - _OPTIONAL - set(entry))
         if missing:
             raise UsageError(f"{where}.{missing[0]}: missing")
         for name in ("id", "action", "fault", "target"):

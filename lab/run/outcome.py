@@ -19,6 +19,17 @@ __all__ = ["RunOutcome"]
 
 @dataclass(frozen=True)
 class RunOutcome:
+    """What a run left: read its verdict, checker's result, figures and events from here.
+
+    Attributes:
+        folder: the run folder (`.path`, `.spec`, `.result`, `.history`, `.events`,
+            `.schedule`: the files of docs/run-folder.md).
+        spec: the `RunSpec` that ran.
+        judgement: how the lab judged it (its inside: read `verdict`, `check` and
+            `metrics` instead).
+        reproduce: the command that runs it again.
+    """
+
     folder: RunFolder
     spec: RunSpec
     judgement: Judgement
@@ -26,14 +37,18 @@ class RunOutcome:
 
     @property
     def verdict(self) -> Verdict:
+        """Did the prediction hold: `held`, `broken` or `unknown`, with the reasons."""
         return self.judgement.verdict
 
     @property
     def check(self) -> CheckResult:
+        """The queue checker's result: acknowledged, received, lost, duplicated …"""
         return self.judgement.check
 
     @property
     def metrics(self) -> RunMetrics:
+        """The run's figures (result.json's `metrics`): acknowledged sends a second, the
+        gaps between them, `failover_s` per fault, the masters over time …"""
         return self.judgement.metrics
 
     @property
@@ -43,6 +58,7 @@ class RunOutcome:
 
     @property
     def summary(self) -> str:
+        """The one-line verdict `lab run` prints, with the reasons when it did not hold."""
         c = self.check
         line = (
             f"{self.spec.scenario} seed={self.spec.seed}: prediction {self.verdict.outcome} — "

@@ -31,7 +31,8 @@ from lab.ground.faultops import FaultOp
 from lab.ground.files import write_json
 from lab.ground.nodes import TargetTraits
 from lab.ground.paths import LAB_ROOT
-from lab.ground.spec import RunSpec, git_revision
+from lab.ground.spec import RunSpec
+from lab.ground.spec_words import git_revision
 from lab.judge.columnar import write_columnar_copies
 from lab.judge.deviations import load_declarations
 from lab.judge.result import Judgement, ReplayOf, RunResult, judge_run

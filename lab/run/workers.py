@@ -163,6 +163,10 @@ class WorkerProcess:
         )
 
     def _pump(self, stream: IO[bytes]) -> None:
+        with stream:  # to its end: the worker closed its output
+            self._pump_ops(stream)
+
+    def _pump_ops(self, stream: IO[bytes]) -> None:
         for raw in stream:
             try:
                 op = json.loads(raw)

@@ -28,14 +28,10 @@ from lab.ground.ports import HOST
 from lab.ground.spec import GroupSettings
 from lab.judge.bounds import Timing, broker_ref_timings
 from lab.targets.broker_ref_security import group_secret, tls_files, write_private
+from lab.targets.log_lines import LogRecord, parse_oplog_line
 from lab.targets.management import Credentials
 from lab.targets.on_hosts import HostLaunch, HostPlace, LabService
-from lab.targets.protocol import (
-    ContainerLaunch,
-    LogRecord,
-    RestManagement,
-    parse_oplog_line,
-)
+from lab.targets.protocol import ContainerLaunch, RestManagement
 from lab.targets.python_shipment import python_shipment
 
 __all__ = ["CONTAINER_CONFIG", "GROUP_SIZES", "BrokerRefTarget", "check_plan", "node_config"]
@@ -137,6 +133,15 @@ def check_plan(cluster: ClusterPlan) -> None:
 
 
 class BrokerRefTarget(RestManagement):
+    """The lab's reference broker as a target: a `Target` to build on (the example's
+    `ExampleBroker` subclasses `RestManagement` and calls `broker_ref_config`) or delegate to.
+
+    Parameters:
+        group_secret: the nodes of a run's group share a secret they prove to each other
+            before replicating (on by default).
+        replication_tls: the replication links use TLS (implies the group secret).
+    """
+
     name = "broker_ref"
     ready_timeout_s = 30.0
     restart_allowance_s = 0.0

@@ -18,7 +18,8 @@ from collections.abc import Callable, Mapping
 
 from lab.ground.errors import UsageError
 from lab.ground.plugins import BUILT_IN, TARGET_GROUP, Plugin, Registry
-from lab.ground.spec import TARGETS, split_target
+from lab.ground.spec import TARGETS
+from lab.ground.spec_words import split_target
 from lab.targets.broker_ref import BrokerRefTarget
 from lab.targets.protocol import Target, missing_members
 

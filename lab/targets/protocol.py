@@ -7,7 +7,6 @@ nothing about how the node is run (that is the backend's part).
 
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -20,6 +19,7 @@ from lab.ground.nodes import ClusterPlan, NodePlan, NodeStatus, TargetTraits
 from lab.ground.ports import HOST
 from lab.ground.spec import GroupSettings, RunSpec
 from lab.judge.bounds import Timing
+from lab.targets.log_lines import LogRecord
 from lab.targets.management import Credentials, ManagementClient
 
 __all__ = [
@@ -30,7 +30,6 @@ __all__ = [
     "DialsPeersByName",
     "HasWitnesses",
     "JvmTarget",
-    "LogRecord",
     "ManagedTarget",
     "NoTarget",
     "RestManagement",
@@ -39,7 +38,6 @@ __all__ = [
     "Versioned",
     "missing_members",
     "pair_address",
-    "parse_oplog_line",
     "run_command",
     "traits_of",
     "witnesses_of",
@@ -48,85 +46,47 @@ __all__ = [
 
 @dataclass(frozen=True)
 class ContainerLaunch:
-    """How a node starts in its container: its configuration file and command line, and
-    where the run's shared folder is mounted when its nodes need one (a file lock they
-    share), else None."""
+    """How a node starts in its container (a target's `container_launch()`).
+
+    Parameters:
+        config: the node's configuration file's content.
+        config_path: where it is copied inside the container.
+        command: the command line that starts the node there.
+        shared_dir: where the run's shared folder is mounted when its nodes need one (a
+            file lock they share); None: no shared folder.
+    """
 
     config: bytes
-    config_path: str  # where the configuration is copied inside the container
+    config_path: str
     command: tuple[str, ...]
     shared_dir: str | None = None
 
 
-@dataclass(frozen=True)
-class LogRecord:
-    """One coded line of a node's log. `took_role` / `took_status`: the line says its node
-    took that role (MASTER …) or HA status (ready …) at that moment (a target whose line
-    says so, where a poll of its management API may come too late)."""
-
-    time: str
-    level: str
-    node: str
-    code: str
-    text: str
-    took_role: str | None = None
-    took_status: str | None = None
-
-    @property
-    def role_change(self) -> tuple[str, str] | None:
-        """(old, new) for a line reporting this node's own role change, else None.
-
-        Nodes also report what they learn of the others' roles (HA-1010 naming
-        another node); those lines are not this node's role."""
-        if self.code != "HA-1010":
-            return None
-        subject = re.search(r"Node : '([^']+)'", self.text)
-        if subject is not None and subject.group(1) != self.node:
-            return None
-        found = re.search(r"from '(\w+)' to '(\w+)'", self.text)
-        return (found.group(1), found.group(2)) if found else None
-
-    @property
-    def status_change(self) -> tuple[str, str] | None:
-        """(old, new) for an active-passive broker's HA status change (broker_ref's REF-2001
-        "Status change : joining -> catchup"), else None."""
-        if self.code != "REF-2001":
-            return None
-        found = re.search(r"Status change : (\w+) -> (\w+)", self.text)
-        return (found.group(1), found.group(2)) if found else None
-
-
-_OPLOG = re.compile(r"^(\S+) (\w+) \[(\S+)\] ([A-Z]+-\d{4}) : (.*)$")
-
-
-def match_log_line(pattern: re.Pattern[str], line: str) -> LogRecord | None:
-    """A record from a pattern whose groups are time, level, node, code and text."""
-    found = pattern.match(line.rstrip("\n"))
-    return None if found is None else LogRecord(*found.groups())
-
-
-def parse_oplog_line(line: str) -> LogRecord | None:
-    """Parse `<time> <LEVEL> [<node>] <CODE> : <text>`; None for other lines."""
-    return match_log_line(_OPLOG, line)
-
-
 class Target(Protocol):
-    """What runs as a node."""
+    """What runs as a node: how the lab starts one and asks it for its role. Everything else
+    (proxies, faults, clients, history, checker, verdict) is the lab's.
+
+    Attributes:
+        name: the target's name, as `--target` and its entry point say it.
+        ready_timeout_s: how long a group may take to elect its first master.
+        data_disk_mb: the size of a node's data disk (containers; a full-disk fault).
+        restart_allowance_s: how much longer than broker_ref's a node's restart takes:
+            added to a scenario's load and to bounds on the service's return after one.
+        proxied_peer_links: whether the nodes dial their peers at the addresses
+            `ClusterPlan.peer_addresses` gives (a proxy on every node→node link, so links
+            between nodes can be cut and slowed), or at the peers' own addresses.
+        election_allowance_s: how much longer than broker_ref's an election takes:
+            added to the scenarios' bounds on the service's return.
+        founded_by_first_node: whether the first node starts alone and the others once it
+            is master; otherwise all start together and elect one.
+    """
 
     name: str
-    ready_timeout_s: float  # how long a group may take to elect its first master
-    data_disk_mb: int  # the size of a node's data disk (containers; processes filling a disk)
-    # How much longer than broker_ref's a node's restart takes: added to a scenario's load
-    # (after its schedule is made) and to bounds on the service's return after a restart.
+    ready_timeout_s: float
+    data_disk_mb: int
     restart_allowance_s: float
-    # Whether the nodes dial their peers at the addresses ClusterPlan.peer_addresses gives
-    # (so a Toxiproxy proxy sits on every node→node link), or at the peers' own addresses.
     proxied_peer_links: bool
-    # How much longer than broker_ref's an election takes: scenarios' bounds on the
-    # service's return are set for broker_ref and get this added.
     election_allowance_s: float
-    # Whether the group grows from its first node: that node starts alone and the others
-    # only once it is master. Otherwise all nodes start together and elect a master.
     founded_by_first_node: bool
 
     def prepare(self) -> None:
@@ -227,11 +187,14 @@ class RestManagement:
     credentials = Credentials()
 
     def management(self, node: NodePlan, timeout_s: float = 5.0) -> ManagementClient:
+        """A client of the node's management API, with the target's `credentials`."""
         return ManagementClient(
             f"http://{HOST}:{node.management_port}", node.name, self.credentials, timeout_s
         )
 
     def status(self, node: NodePlan, timeout_s: float = 1.0) -> NodeStatus | None:
+        """The node's role, last transaction id, queue depths and HA status from its
+        virtual host node's attributes; None when it does not answer."""
         try:
             body = self.management(node, timeout_s).node_attributes()
         except ClusterError:  # no answer, or an answer that is not a success
@@ -347,8 +310,9 @@ class ChecksRuns(Protocol):
 
 @runtime_checkable
 class Versioned(Protocol):
-    """A target whose version is chosen (`--target NAME@VERSION`): the one its nodes run,
-    fetched on first use, and the one it runs when none is named."""
+    """A target whose version is chosen (`--target NAME@VERSION`): its factory takes a
+    `version=` keyword, and its objects say the version they run (`version`, fetched on
+    first use) and the one it runs when none is named (`default_version`)."""
 
     @property
     def version(self) -> str: ...

@@ -31,7 +31,8 @@ from lab.ground.errors import UsageError
 from lab.ground.events import NoEvents
 from lab.ground.files import write_json
 from lab.ground.machine import this_machine
-from lab.ground.spec import RunSpec, parse_seed
+from lab.ground.spec import RunSpec
+from lab.ground.spec_words import parse_seed
 from lab.judge.deviations import NOT_SEEN_WARNING
 from lab.run.cluster import RunParts
 from lab.run.incident import validate_spec

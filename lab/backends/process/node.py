@@ -81,8 +81,8 @@ class NodeProcess:
         self.events.emit("node.start", self.plan.name, pid=self.proc.pid)
 
     def _read_log(self, stream: IO[bytes]) -> None:
-        with self.log_path.open("a", buffering=1, encoding="utf-8") as log:
-            self._follow(stream, log)
+        with stream, self.log_path.open("a", buffering=1, encoding="utf-8") as log:
+            self._follow(stream, log)  # to its end: the node closed its output
         proc = self.proc
         if proc is None or self._ending:
             return

@@ -30,9 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-import asyncssh
-
 from lab.backends.ssh.hosts_file import Host
+from lab.backends.ssh.quiet_asyncssh import asyncssh
 from lab.ground.errors import ClusterError
 
 __all__ = ["Done", "Follower", "HostConnection", "SshLoop", "probe"]

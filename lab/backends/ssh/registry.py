@@ -21,7 +21,7 @@ from typing import Any
 from lab.ground.children import process_started
 from lab.ground.files import write_json
 
-__all__ = ["Record", "Registry"]
+__all__ = ["HOST_SESSIONS", "Record", "Registry"]
 
 
 @dataclass(frozen=True)
@@ -79,3 +79,8 @@ def _load(path: Path) -> Record | None:
         if isinstance(body, dict):
             return Record(path, body)
     return None
+
+
+HOST_SESSIONS = Registry("hosts")
+"""What each run put on its hosts (lab.backends.ssh.session); read here, without AsyncSSH, so
+that the leftover reaper can tell whether any host needs cleaning before it loads the SSH side."""

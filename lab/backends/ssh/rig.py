@@ -11,6 +11,8 @@ sees only what the lab ships to it over SSH, in its private working folder `/srv
 
 As root only. What a rig makes is recorded (lab.backends.ssh.registry) and named after the lab
 process that made it, so `reap_rigs` (run by every `lab` command) removes what a killed lab left.
+A rig made with `kept` (`lab rig up`: lab.backends.ssh.rig_kept) outlives its lab: its sshd
+processes are detached, and its record has no owner, so no reaper takes it.
 """
 
 from __future__ import annotations
@@ -74,11 +76,15 @@ def _say_on_stderr(line: str) -> None:
 class Rig:
     """`hosts` network namespaces with an sshd each; `work_dir` holds its keys and hosts file."""
 
-    def __init__(self, hosts: int, work_dir: Path, *, say: Say | None = None) -> None:
+    def __init__(
+        self, hosts: int, work_dir: Path, *, say: Say | None = None, kept: str | None = None
+    ) -> None:
         if not 1 <= hosts <= 9:
             raise SetupError(f"a rig has 1 to 9 hosts, not {hosts}")
         self.count = hosts
-        self.names = RigNames(os.getpid(), next(_SERIAL))
+        self.kept = kept  # the state folder a kept rig belongs to (None: this process's)
+        # A kept rig's serial is 0, which no rig of this process's has (they count from 1).
+        self.names = RigNames(os.getpid(), 0 if kept else next(_SERIAL))
         self.stage = work_dir.resolve() / f"rig-{self.names.tag}"
         self.say = say or _say_on_stderr
         self.subnet: ipaddress.IPv4Network | None = None
@@ -130,7 +136,10 @@ class Rig:
                 "veths": [self.names.veth(i) for i in range(1, self.count + 1)],
                 "subnet": str(self.subnet),
                 "stage": str(self.stage),
+                "hosts": self.count,
+                **({"kept": self.kept} if self.kept else {}),
             },
+            owned=not self.kept,
         )
 
     def _keys(self) -> None:
@@ -238,7 +247,11 @@ class Rig:
         log = (folder / "sshd.log").open("ab")
         with log:
             proc = subprocess.Popen(
-                command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, **popen_options(False)
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                **popen_options(bool(self.kept)),
             )
         self.sshd.append(proc)
         deadline = time.monotonic() + _SSHD_WAIT_S

@@ -30,12 +30,12 @@ from typing import Any
 
 from lab.backends.ssh.connection import Done, probe
 from lab.backends.ssh.hosts_file import Host, Inventory
-from lab.backends.ssh.registry import Registry
+from lab.backends.ssh.registry import HOST_SESSIONS
 from lab.ground.errors import ClusterError
 
 __all__ = ["CLEANUP", "SESSIONS", "HostSession", "cleanup_command", "reap_host_sessions"]
 
-SESSIONS = Registry("hosts")
+SESSIONS = HOST_SESSIONS
 NETEM_HANDLE = "1ab:"
 _SERIAL = itertools.count(1)
 _ROOT = re.compile(r"^/[A-Za-z0-9_./-]+/lab-\d+\.\d+\.[0-9a-f]{6}$")

@@ -50,10 +50,11 @@ from lab.targets.artemis.rules import (
 )
 from lab.targets.artemis.settings import DEFAULTS, ArtemisSettings
 from lab.targets.artemis.zookeeper import SERVICE, lab_zookeeper
+from lab.targets.log_lines import LogRecord, match_log_line
 from lab.targets.management import Credentials
 from lab.targets.maven import home_archive
 from lab.targets.on_hosts import HostLaunch, HostPlace, LabService
-from lab.targets.protocol import ContainerLaunch, LogRecord, match_log_line
+from lab.targets.protocol import ContainerLaunch
 
 __all__ = [
     "CONTAINER_HOME",

@@ -32,13 +32,9 @@ from lab.targets.brokerj.distribution import (
     ensure_distribution,
     home_archive,
 )
+from lab.targets.log_lines import LogRecord, match_log_line
 from lab.targets.on_hosts import HostLaunch, HostPlace, LabService
-from lab.targets.protocol import (
-    ContainerLaunch,
-    LogRecord,
-    RestManagement,
-    match_log_line,
-)
+from lab.targets.protocol import ContainerLaunch, RestManagement
 
 __all__ = ["CONTAINER_HOME", "DEVIATIONS", "BrokerJTarget", "parse_brokerj_line"]
 

@@ -1,0 +1,113 @@
+"""What an armed fault waits for (lab.ground.faultops.TRIGGERS), read from the cluster.
+
+    watch = Watch(cluster)
+    armed = watch.arm(op)             at the op's time: what the cluster looks like now
+    watch.look()                      once a poll: every node's status, read once for all
+    armed.fired(watch.now)            has the thing it waits for happened since it was armed
+
+A cluster that reports its nodes' statuses (`Reporting`: role, last transaction id,
+active-passive status) answers every trigger; one that reports only roles (`Roled`) answers
+`new-master` and `rejoined`; one that reports neither answers none, and an armed fault
+strikes at its deadline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from faults.abilities import Reporting, Roled
+from lab.ground.errors import LabError
+from lab.ground.faultops import LAG_TXNS, FaultOp
+from lab.ground.nodes import NodeStatus
+
+__all__ = ["Armed", "Watch"]
+
+MASTER = "MASTER"
+REPLICA = "REPLICA"
+
+
+@dataclass(frozen=True)
+class _Node:
+    role: str | None
+    txid: int | None = None
+    ha: str | None = None
+
+
+Seen = Mapping[str, _Node]
+
+
+def _of(status: NodeStatus | None) -> _Node:
+    if status is None:
+        return _Node(None)
+    return _Node(status.role, status.last_transaction_id, status.ha_status)
+
+
+def _masters(seen: Seen) -> set[str]:
+    return {n for n, s in seen.items() if s.role == MASTER}
+
+
+def _catching_up(seen: Seen) -> bool:
+    if any(s.ha == "catchup" for s in seen.values()):
+        return True
+    masters = _masters(seen)
+    if len(masters) != 1:
+        return False
+    (master,) = masters
+    ahead = seen[master].txid
+    return ahead is not None and any(
+        s.role == REPLICA and s.txid is not None and ahead - s.txid >= LAG_TXNS
+        for n, s in seen.items()
+        if n != master
+    )
+
+
+@dataclass
+class Armed:
+    """A start waiting for its trigger: since when, until when, and what it saw when armed."""
+
+    op: FaultOp
+    armed_s: float
+    deadline_s: float
+    masters: set[str]
+    away: set[str] = field(default_factory=set)  # nodes seen out of the group since arming
+
+    def fired(self, seen: Seen | None) -> bool:
+        if seen is None:
+            return False
+        when = self.op.when
+        if when == "new-master":
+            return bool(_masters(seen) - self.masters)
+        if when == "catchup":
+            return _catching_up(seen)
+        if when == "rejoined":
+            back = {n for n in self.away if seen.get(n, _Node(None)).role == REPLICA}
+            self.away |= {n for n, s in seen.items() if s.role not in (MASTER, REPLICA)}
+            return bool(back)
+        return False
+
+
+class Watch:
+    """Reads the cluster once a poll for every armed fault."""
+
+    def __init__(self, cluster: object) -> None:
+        self.cluster = cluster
+        self.now: Seen | None = None
+
+    def look(self) -> Seen | None:
+        """Every node's status now (None when the cluster reports nothing, or not now)."""
+        try:
+            if isinstance(self.cluster, Reporting):
+                self.now = {n: _of(s) for n, s in self.cluster.statuses().items()}
+            elif isinstance(self.cluster, Roled):
+                self.now = {n: _Node(r) for n, r in self.cluster.roles().items()}
+            else:
+                self.now = None
+        except LabError:
+            self.now = None
+        return self.now
+
+    def arm(self, op: FaultOp, at_s: float) -> Armed:
+        seen = self.look() or {}
+        away = {n for n, s in seen.items() if s.role not in (MASTER, REPLICA)}
+        return Armed(op, at_s, at_s + op.within_s, _masters(seen), away)

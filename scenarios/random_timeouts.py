@@ -1,0 +1,73 @@
+"""A run's own timeouts, read from its settings, and fault windows calibrated to them.
+
+HA bugs hide on either side of a timeout: a master cut off for less than the election
+timeout keeps its role, one cut off for longer is deposed while its clients may still reach
+it; a commit waits for its replicas only so long; a cluster manager calls a broker failed
+only after its poll and its status timeout. A window of fixed seconds lands on one side of
+each of them by chance. `window_s` draws a length shorter or longer than one of the run's
+own timeouts instead.
+
+    timeouts_of(spec)          → the named timeouts of the run's design, in seconds
+    window_s(spec, rng, …)     → a window length: a timeout times a factor below or above 1
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from lab.ground.spec import RunSpec
+
+__all__ = ["FACTORS", "Timeout", "timeouts_of", "window_s"]
+
+# Below a timeout (the fault should be ridden out) and past it (the fault should be acted on).
+FACTORS = (0.5, 0.8, 1.3, 2.0, 3.0)
+
+
+@dataclass(frozen=True)
+class Timeout:
+    name: str
+    seconds: float
+
+
+def timeouts_of(spec: RunSpec) -> tuple[Timeout, ...]:
+    """The timeouts a fault's length should be measured against, from the run's settings:
+    a replicated group's heartbeat, election timeout (also how long a master keeps its lease
+    without a quorum) and replica acknowledgement timeout; an active-passive cluster's link
+    heartbeat (a backup is dead to its primary after two), the manager's poll plus its status
+    timeout (when it calls a broker failed) and the recovering primary's wait for backups."""
+    group = spec.group
+    if group.is_active_passive:
+        ap = group.active_passive
+        return (
+            Timeout("link heartbeat x2", 2 * ap.link_heartbeat_interval_s),
+            Timeout("manager detection", ap.status_poll_interval_s + ap.status_timeout),
+            Timeout("backup timeout", ap.ha_backup_timeout_s),
+            Timeout("link maintenance", ap.link_maintenance_interval_s),
+        )
+    return (
+        Timeout("heartbeat", group.heartbeat_interval_s),
+        Timeout("election timeout", group.election_timeout_s),
+        Timeout("election x2", 2 * group.election_timeout_s),
+        Timeout("replica timeout", group.insufficient_replicas_timeout_s),
+    )
+
+
+def window_s(
+    spec: RunSpec,
+    rng: random.Random,
+    *,
+    shortest: float,
+    longest: float,
+    timeouts: tuple[Timeout, ...] | None = None,
+) -> float:
+    """A window's length: one of the run's timeouts (or of `timeouts`) times one of FACTORS,
+    kept between `shortest` and `longest`; those that fall outside are drawn again (a few
+    times, then the nearest bound)."""
+    pool = timeouts or timeouts_of(spec)
+    length = shortest
+    for _ in range(8):
+        length = rng.choice(pool).seconds * rng.choice(FACTORS)
+        if shortest <= length <= longest:
+            return round(length, 3)
+    return round(min(max(length, shortest), longest), 3)

@@ -1,0 +1,90 @@
+"""Schedules of HA failure patterns (scenarios.random_patterns): inside `random`'s rule for any
+seed, on both designs and every target they can apply to; windows measured against the run's
+own timeouts; the replicas given time to fall behind before a lagged fault."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from dataclasses import replace
+
+import pytest
+
+from lab.campaign.candidates import candidate_problem, seed_spec
+from lab.campaign.plan import Cell
+from lab.campaign.windows import windows_of
+from lab.ground.spec import Durability
+from scenarios.random_patterns import PATTERNS, pattern_schedule, patterns_for
+from scenarios.random_rule import rule_problem
+from scenarios.random_timeouts import FACTORS, timeouts_of, window_s
+
+GROUP = Cell("random", "broker_ref", "process", "replicated-group")
+AP = Cell("random", "broker_ref", "process", "active-passive")
+
+
+@pytest.mark.parametrize("cell", [GROUP, AP], ids=["group", "active-passive"])
+def test_every_pattern_schedule_keeps_the_rule_and_every_pattern_is_drawn(cell: Cell) -> None:
+    drawn: Counter[str] = Counter()
+    for seed in range(120):
+        spec = seed_spec(cell, seed)
+        schedule, names = pattern_schedule(spec, random.Random(seed))
+        assert names, f"seed {seed}: no pattern fits the load"
+        made = spec.with_schedule(schedule)
+        assert rule_problem(made) is None
+        assert candidate_problem(made) is None
+        drawn.update(names)
+    on_disk_only = {"two-out-on-disk"}  # the scenario's own durability keeps copies in memory
+    assert set(drawn) == {p.name for p in patterns_for(seed_spec(cell, 1))} - on_disk_only
+
+
+def test_the_same_seed_makes_the_same_schedule() -> None:
+    spec = seed_spec(GROUP, 5)
+    assert pattern_schedule(spec, random.Random(5)) == pattern_schedule(spec, random.Random(5))
+
+
+def test_two_nodes_out_only_when_every_copy_is_on_disk() -> None:
+    in_memory = seed_spec(GROUP, 1)
+    on_disk = replace(in_memory, durability=Durability("WRITE_NO_SYNC", "WRITE_NO_SYNC"))
+    weights = {p.name: (1.0 if p.name == "two-out-on-disk" else 0.0) for p in PATTERNS}
+    assert pattern_schedule(in_memory, random.Random(1), weights) == ((), ())
+    schedule, names = pattern_schedule(on_disk, random.Random(1), weights)
+    assert names and set(names) == {"two-out-on-disk"}
+    windows = windows_of(schedule)
+    overlapping = [
+        (a, b)
+        for a in windows
+        for b in windows
+        if a.id < b.id and a.end_s is not None and b.start_s < a.end_s
+    ]
+    assert overlapping  # a node stalled while another is killed
+    assert rule_problem(on_disk.with_schedule(schedule)) is None
+
+
+def test_windows_follow_the_runs_own_timeouts() -> None:
+    spec = seed_spec(GROUP, 1)
+    slow = replace(spec, group=replace(spec.group, election_timeout_s=2.0))
+    assert [t.seconds for t in timeouts_of(slow)][1:3] == [2.0, 4.0]
+    lengths = {window_s(slow, random.Random(n), shortest=0.5, longest=8.0) for n in range(200)}
+    products = {round(t.seconds * f, 3) for t in timeouts_of(slow) for f in FACTORS}
+    assert lengths <= products | {0.5, 8.0}
+    assert {1.0, 1.6, 2.6, 4.0, 6.0} <= lengths  # shorter and longer than the timeouts
+    ap = seed_spec(AP, 1)
+    names = {t.name for t in timeouts_of(ap)}
+    assert names == {"link heartbeat x2", "manager detection", "backup timeout", "link maintenance"}
+
+
+def test_a_lagged_fault_comes_after_the_replicas_had_time_to_fall_behind() -> None:
+    seen = 0
+    for seed in range(60):
+        spec = seed_spec(GROUP, seed)
+        windows = windows_of(pattern_schedule(spec, random.Random(seed))[0])
+        lags = [w for w in windows if w.fault == "latency"]
+        outs = [w for w in windows if w.fault != "latency"]
+        for lag in lags:
+            assert lag.end_s is not None
+            during = [w for w in outs if lag.start_s <= w.start_s < lag.end_s]
+            if during:
+                seen += 1
+                assert min(w.start_s for w in during) - lag.start_s >= 0.5 - 1e-9
+                assert all(w.end_s is not None and w.end_s <= lag.end_s for w in during)
+    assert seen
