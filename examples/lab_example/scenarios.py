@@ -7,7 +7,7 @@ acknowledged is lost, never two masters, and the clients are served again within
 own bound (FailedOverWithin).
 
 `example-isolated-master`: the replicas trail the master (150 ms on its links to them); then
-the master is cut off from its peers for three seconds, longer than its lease, while its
+the master is cut off from its peers for six seconds, longer than its lease, while its
 clients still reach it; it rejoins the master the others elected. The prediction: nothing
 acknowledged is lost — a master may only acknowledge what a majority holds, so whatever it
 took alone and discards on rejoining was never acknowledged.
@@ -41,12 +41,13 @@ _TRAILING: dict[str, int | float | str | bool] = {"latency_ms": 150, "jitter_ms"
 
 def _cut_the_trailing_master(spec: RunSpec, rng: random.Random) -> tuple[FaultOp, ...]:
     """150 ms on the master's links to both replicas from 0.5 s; the master isolated 4–5 s
-    into the load, for 3 s."""
+    into the load, for 6 s (its lease ends, and the others have time to elect, on a busy
+    machine too)."""
     cut = uniform(rng, 4.0, 5.0)
     return (
-        *fault_window("latency", "@master_to_@replica:1", 0.5, 11.0, "l1", **_TRAILING),
-        *fault_window("latency", "@master_to_@replica:2", 0.5, 11.0, "l2", **_TRAILING),
-        *fault_window("isolate", "@master", cut, 3.0, "f1"),
+        *fault_window("latency", "@master_to_@replica:1", 0.5, 13.0, "l1", **_TRAILING),
+        *fault_window("latency", "@master_to_@replica:2", 0.5, 13.0, "l2", **_TRAILING),
+        *fault_window("isolate", "@master", cut, 6.0, "f1"),
     )
 
 
@@ -57,7 +58,7 @@ EXAMPLE_ISOLATED_MASTER = Scenario(
     schedule=_cut_the_trailing_master,
     topology=Topology(nodes=3),
     workload=Workload(
-        producers=2, consumers=1, rate=100.0, duration_s=12.0, consume_during_load=False
+        producers=2, consumers=1, rate=100.0, duration_s=14.0, consume_during_load=False
     ),
 )
 
