@@ -41,6 +41,7 @@ from typing import Any
 from faults.abilities import Reporting, Roled
 from faults.catalog import FAULTS
 from faults.fault import Fault, HealRefused
+from faults.heals import HealStack
 from faults.selectors import Unresolved, resolve_op
 from faults.triggers import Armed, Watch
 from lab.ground.errors import LabError
@@ -54,12 +55,6 @@ TRIGGER_POLL_S = 0.1  # how often the cluster is read while a fault waits for it
 
 
 @dataclass(frozen=True)
-class _Heal:
-    op: FaultOp
-    run: Callable[[], None]
-
-
-@dataclass(frozen=True)
 class _Struck:
     """A start operation prepared to strike: its heal pushed, its selector resolved."""
 
@@ -67,28 +62,6 @@ class _Struck:
     fault: Fault
     resolved: FaultOp
     reads: bool
-
-
-class HealStack:
-    """Heals of applied faults, newest last; `heal_all` runs them newest first."""
-
-    def __init__(self) -> None:
-        self._heals: list[_Heal] = []
-
-    def push(self, op: FaultOp, heal: Callable[[], None]) -> None:
-        self._heals.append(_Heal(op, heal))
-
-    def pending(self) -> tuple[FaultOp, ...]:
-        return tuple(h.op for h in self._heals)
-
-    def pop(self, fault_id: str) -> _Heal | None:
-        for i in range(len(self._heals) - 1, -1, -1):
-            if self._heals[i].op.id == fault_id:
-                return self._heals.pop(i)
-        return None
-
-    def pop_newest(self) -> _Heal | None:
-        return self._heals.pop() if self._heals else None
 
 
 class Nemesis:

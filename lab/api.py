@@ -12,6 +12,7 @@ A scenario (frozen data; the schedule a pure function of the run's seeded random
     Scenario(name, summary, prediction, schedule, topology=Topology(nodes=3), workload=…,
              durability=…, group=…)
     schedule:  scheduled(fault_window("kill", "@master", 4.0, 3.0, "f1"), …)   fixed
+               fault_when("new-master", 10.0, "kill", "@master", 8.0, 2.0, "f2")   waits
                def schedule(spec: RunSpec, rng: random.Random) -> tuple[FaultOp, ...]
     Prediction(text, loss="none"|"detected"|"allowed", duplicates_allowed, two_masters,
                expect=(LogSeen(…), RoleAtEnd(…), ServiceResumed(…), a user's Expectation))
@@ -60,7 +61,7 @@ from lab.targets.broker_ref import BrokerRefTarget
 from lab.targets.broker_ref import node_config as broker_ref_config
 from lab.targets.log_lines import LogRecord, parse_oplog_line
 from lab.targets.protocol import ContainerLaunch, RestManagement, Target, Versioned
-from scenarios.base import Scenario, ScheduleFn, fault_window, scheduled, uniform
+from scenarios.base import Scenario, ScheduleFn, fault_when, fault_window, scheduled, uniform
 
 __all__ = [
     "SCENARIO_GROUP",
@@ -103,6 +104,7 @@ __all__ = [
     "Versioned",
     "Workload",
     "broker_ref_config",
+    "fault_when",
     "fault_window",
     "parse_oplog_line",
     "run",

@@ -17,7 +17,7 @@ import lab.api
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "api.md"
 
 # The functions whose every parameter the page explains (the others take one obvious value).
-FUNCTIONS = ("run", "fault_window", "scheduled", "uniform")
+FUNCTIONS = ("run", "fault_window", "fault_when", "scheduled", "uniform")
 
 
 def _documented(doc: str) -> set[str]:

@@ -88,6 +88,22 @@ def test_two_masters_longer_than_the_election_timeout_and_acks_by_the_deposed_on
     assert not any(s.startswith("danger:masters-overlap") for s in signs(brief, [], 0.6))
 
 
+def test_a_master_cut_off_that_keeps_its_role_too_long() -> None:
+    roles = {"n1": "MASTER", "n2": "REPLICA", "n3": "REPLICA"}
+    slow = _cluster(
+        _start(2.0, "f1", "isolate", "n1", roles=roles),
+        _e(4.6, "node.role", "n1", role="WAITING"),
+        _e(6.0, "fault.end", id="f1"),
+    )
+    assert "danger:slow-step-down:2-4s" in signs(slow, [], 0.6)
+    prompt = _cluster(
+        _start(2.0, "f1", "isolate", "n1", roles=roles),
+        _e(2.7, "node.role", "n1", role="WAITING"),
+        _e(6.0, "fault.end", id="f1"),
+    )
+    assert not any(s.startswith("danger:slow-step-down") for s in signs(prompt, [], 0.6))
+
+
 def test_a_killed_or_frozen_master_is_not_a_second_master() -> None:
     events = _cluster(
         _start(2.0, "f1", "pause", "n1"),

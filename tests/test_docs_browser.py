@@ -91,6 +91,12 @@ def _markdown_tables(page: str) -> int:
     return len(re.findall(r"^ *\|(?:---\|)+\s*$", text, re.MULTILINE))
 
 
+def _generated(page: str) -> bool:
+    """Whether the page is made from the code's docstrings (mkdocstrings' `:::` entries)."""
+    text = (ROOT / "docs" / page).read_text(encoding="utf-8")
+    return re.search(r"^::: ", text, re.MULTILINE) is not None
+
+
 def _markdown_title(page: str) -> str:
     first = (ROOT / "docs" / page).read_text(encoding="utf-8").splitlines()[0]
     return first.removeprefix("# ").replace("`", "")
@@ -129,7 +135,10 @@ def test_every_page_opens_in_chromium_without_leaving_the_machine(tmp_path: Path
 
     for (_title, page), shown in zip(nav_pages(), pages, strict=True):
         assert found[shown]["title"] == _markdown_title(page), shown
-        assert found[shown]["tables"] == _markdown_tables(page), shown
+        if _generated(page):  # its tables are the docstrings' parameters (mkdocstrings)
+            assert found[shown]["tables"] > _markdown_tables(page), shown
+        else:
+            assert found[shown]["tables"] == _markdown_tables(page), shown
     linked = set(found["index.html"]["nav"])
     assert set(pages) - {"index.html"} <= linked, "the nav links every page"
 

@@ -20,7 +20,7 @@ PUBLIC = {
     # running
     "run", "Runnable", "RunOutcome", "RunSpec", "Verdict", "CheckResult",
     # scenarios and predictions
-    "Scenario", "ScheduleFn", "FaultOp", "fault_window", "scheduled", "uniform",
+    "Scenario", "ScheduleFn", "FaultOp", "fault_window", "fault_when", "scheduled", "uniform",
     "Topology", "Workload", "Durability", "GroupSettings",
     "Prediction", "Expectation", "RunFacts",
     "LogSeen", "RoleAtEnd", "RoleNever", "ServiceContinued", "ServiceResumed", "ServiceStopped",

@@ -43,14 +43,23 @@ def test_the_manual_describes_every_bug_of_the_zoo() -> None:
 
 
 @pytest.mark.parametrize("bug", BUGS, ids=[b.name for b in BUGS])
-def test_the_bug_applies_to_todays_tree_and_its_copy_imports(bug: Bug) -> None:
-    originals = {r.file: _digest(ROOT / r.file) for r in bug.replacements}
+def test_the_bug_applies_to_todays_tree_and_its_copy_imports(bug: Bug, tmp_path: Path) -> None:
+    originals = {r.file: _digest(ROOT / r.file) for r in (*bug.replacements, *bug.canaries)}
+    # The bug alone (its canaries may rewrite its new text), on a copy of the files it touches.
+    for file in originals:
+        (tmp_path / file).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / file).write_bytes((ROOT / file).read_bytes())
+    apply_bug(tmp_path, bug, canaries=False)
+    for rep in bug.replacements:
+        assert rep.new in (tmp_path / rep.file).read_text(encoding="utf-8")
     with ScratchRoot() as root:
         tree = root.tree("mutant", bug)  # BugDoesNotApply, naming the file, when stale
-        for rep in bug.replacements:
-            text = (tree.path / rep.file).read_text(encoding="utf-8")
-            assert rep.new in text and text != (ROOT / rep.file).read_text(encoding="utf-8")
-        modules = sorted({_module(r.file) for r in bug.replacements})
+        for rep in bug.canaries:
+            assert rep.new in (tree.path / rep.file).read_text(encoding="utf-8")
+        for file in originals:
+            text = (tree.path / file).read_text(encoding="utf-8")
+            assert text != (ROOT / file).read_text(encoding="utf-8")
+        modules = sorted({_module(r.file) for r in (*bug.replacements, *bug.canaries)})
         check = (
             "import importlib, sys\n"
             f"for name in {modules!r}:\n"
@@ -62,6 +71,20 @@ def test_the_bug_applies_to_todays_tree_and_its_copy_imports(bug: Bug) -> None:
         assert sorted(done.stdout.split()) == sorted(str(tree.path / r) for r in originals)
     assert {f: _digest(ROOT / f) for f in originals} == originals, "the tree itself changed"
     assert not root.path.exists()
+
+
+@pytest.mark.parametrize("bug", BUGS, ids=[b.name for b in BUGS])
+def test_every_bug_has_canaries_that_say_reached_and_triggered_from_inside_a_function(
+    bug: Bug,
+) -> None:
+    calls = "".join(c.new for c in bug.canaries)
+    assert "zoo_canary.reached(" in calls and "zoo_canary.triggered(" in calls, bug.name
+    imports = [
+        line for c in bug.canaries for line in c.new.splitlines() if "import zoo_canary" in line
+    ]
+    # Imported inside the function that calls it (indented), never at a module's top.
+    assert imports and all(line.startswith(" ") for line in imports), imports
+    assert all(c.file.endswith(".py") for c in bug.canaries)
 
 
 def test_a_bug_that_no_longer_applies_says_which_and_where(tmp_path: Path) -> None:

@@ -4,6 +4,9 @@ same incident on a copy without the bug holds. A probe in the copy proves what r
 node says which broker_ref it imported, and an active-passive run's cluster manager which
 lab.manager, both the copy's.
 
+Each run also says, through the bug's canaries (zoo/canary.py), that the buggy code was
+reached and triggered (did what the correct code would not).
+
 The cheap bugs (one per HA design) run in the default suite; every bug, with its control on
 the tree without a bug, behind --lab-long."""
 
@@ -48,8 +51,12 @@ PROBE = Bug(
 )
 
 
-def _run_incident(tree: Tree, bug: Bug, runs: Path) -> tuple[Path, dict[str, Any]]:
-    argv, where = tree.lab("run", "--spec", str(bug.incident), "--runs-dir", str(runs))
+def _run_incident(
+    tree: Tree, bug: Bug, runs: Path, canary_log: Path | None = None
+) -> tuple[Path, dict[str, Any]]:
+    argv, where = tree.lab(
+        "run", "--spec", str(bug.incident), "--runs-dir", str(runs), canary_log=canary_log
+    )
     done = subprocess.run(argv, capture_output=True, text=True, timeout=600, **where)
     assert done.returncode in (0, 1), done.stdout + done.stderr
     folder = Path(done.stdout.splitlines()[0])
@@ -70,6 +77,15 @@ def _assert_the_copy_ran(folder: Path, tree: Tree, design: str) -> None:
         }
 
 
+def _canaries(log: Path) -> dict[str, str]:
+    """What the bug's canaries recorded, by kind (reached, triggered): the first detail."""
+    seen: dict[str, str] = {}
+    lines = log.read_text(encoding="utf-8").splitlines() if log.exists() else []
+    for record in map(json.loads, lines):
+        seen.setdefault(record["what"], record["detail"])
+    return seen
+
+
 def _detected(bug: Bug, result: dict[str, Any]) -> bool:
     return result["verdict"] in ("broken", "unknown") and bool(
         set(result["violations"]) & set(bug.expect)
@@ -81,9 +97,11 @@ def test_a_cheap_bugs_incident_is_detected_and_run_by_the_copy(bug: Bug, tmp_pat
     with ScratchRoot(tmp_path) as root:
         tree = root.tree("mutant", bug)
         apply_bug(tree.path, PROBE)
-        folder, result = _run_incident(tree, bug, tmp_path / "runs")
+        log = tmp_path / "canary.jsonl"
+        folder, result = _run_incident(tree, bug, tmp_path / "runs", log)
         assert _detected(bug, result), (bug.expect, result["verdict"], result["reasons"])
         _assert_the_copy_ran(folder, tree, bug.design)
+        assert {"reached", "triggered"} <= set(_canaries(log)), _canaries(log)
 
 
 @pytest.mark.long
@@ -94,8 +112,11 @@ def test_every_bugs_incident_is_detected_and_holds_without_the_bug(
     with ScratchRoot(tmp_path) as root:
         mutant = root.tree("mutant", bug)
         apply_bug(mutant.path, PROBE)
-        folder, result = _run_incident(mutant, bug, tmp_path / "mutant")
+        log = tmp_path / "canary.jsonl"
+        folder, result = _run_incident(mutant, bug, tmp_path / "mutant", log)
         assert _detected(bug, result), (bug.expect, result["verdict"], result["reasons"])
         _assert_the_copy_ran(folder, mutant, bug.design)
+        # The schedule provoked the bug: its canaries say the code ran and misbehaved.
+        assert {"reached", "triggered"} <= set(_canaries(log)), _canaries(log)
         _, control = _run_incident(root.tree("clean"), bug, tmp_path / "clean")
         assert control["verdict"] == "held", ("without the bug", control["reasons"])

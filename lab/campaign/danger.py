@@ -15,6 +15,7 @@ mutates such runs more than runs that were merely new (lab.campaign.corpus).
         "danger:acked-by-deposed-master:2-3"  by a master after another one was elected
         "danger:lag-at-master-kill:64+"      transactions the others lacked when the master died
         "danger:masters-overlap:1-2s"        two masters at once, longer than the election timeout
+        "danger:slow-step-down:2-4s"         a master cut off kept its role past 2 election timeouts
         "danger:promoted-not-ready"          a primary promoted from a status other than ready
         "danger:promoted-beside-catchup"     promoted while another backup was catching up
 
@@ -286,6 +287,40 @@ def _lag_at_master_kill(events: Sequence[Mapping[str, Any]]) -> int:
     return worst
 
 
+def _slow_step_down(events: Sequence[Mapping[str, Any]], election_timeout_s: float) -> float:
+    """The longest a master cut off from the rest kept its role past twice the election
+    timeout (the window between losing its quorum and stopping work), in seconds."""
+    worst = 0.0
+    ends = {str(e.get("id")): int(e["time"]) for e in events if e.get("kind") == "fault.end"}
+    for e in events:
+        if e.get("kind") != "fault.start" or e.get("fault") not in CUTS:
+            continue
+        roles = e.get("roles") or {}
+        window = _Window(
+            int(e["time"]), None, str(e.get("fault")), str(e.get("target")), e.get("params") or {}
+        )
+        alone = _alone(window)
+        if alone is None or roles.get(alone) != "MASTER":
+            continue
+        start = int(e["time"])
+        end = ends.get(str(e.get("id")))
+        stepped = next(
+            (
+                int(r["time"])
+                for r in events
+                if r.get("kind") == "node.role"
+                and r.get("node") == alone
+                and r.get("role") != "MASTER"
+                and int(r["time"]) >= start
+            ),
+            None,
+        )
+        held_until = [t for t in (stepped, end) if t is not None]  # it stepped down, or healed
+        if held_until:
+            worst = max(worst, (min(held_until) - start) / NS)
+    return worst if worst > 2 * election_timeout_s else 0.0
+
+
 def _promotions(events: Sequence[Mapping[str, Any]]) -> set[str]:
     """Promotions after the cluster's first (when no broker was ready yet, by design)."""
     found: set[str] = set()
@@ -323,5 +358,8 @@ def signs(
     overlap = _overlap_s(timeline)
     if overlap > election_timeout_s:
         found.add(f"masters-overlap:{seconds_bucket(overlap)}")
+    slow = _slow_step_down(events, election_timeout_s)
+    if slow:
+        found.add(f"slow-step-down:{seconds_bucket(slow)}")
     found.update(_promotions(events))
     return frozenset(DANGER + sign for sign in found)

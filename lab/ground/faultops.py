@@ -53,6 +53,10 @@ class FaultOp:
         target: a node, a role (`@master` …), a link or `group`, as for `fault_window`.
         id: the fault's id in the run; a start and its stop share it.
         params: the fault's own parameters.
+        when: a start only: what it waits for from `at_s` (one of TRIGGERS), or None.
+        within_s: a start with `when`: how long it waits at most before it strikes anyway.
+        after_s: the stop of a start with `when`: how long after it struck it is healed
+            (its `at_s` is then the latest that can be).
     """
 
     at_s: float
