@@ -74,9 +74,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Comman
         help="run a failure's spec here and compare its verdict with the recorded one: "
         "`reproduced k/N` (exit 1) or `did not reproduce` (exit 4)",
     )
-    again.add_argument("--times", type=int, default=1, help="run it N times (default 1)")
     again.add_argument(
-        "--runs-dir", type=Path, default=DEFAULT_RUNS_DIR, metavar="DIR", help="default runs/"
+        "--times", type=int, default=1, metavar="N", help="run it N times (default 1)"
+    )
+    again.add_argument(
+        "--runs-dir",
+        type=Path,
+        default=DEFAULT_RUNS_DIR,
+        metavar="DIR",
+        help="where its run folders go (default runs/)",
     )
     again.add_argument(
         "--hosts", type=Path, metavar="FILE", help="a failure on hosts: the hosts file here"
