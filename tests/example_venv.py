@@ -93,7 +93,9 @@ def make_venv(
     house = wheelhouse(root, extras)
     lab = _copy_lab(root / "lab")
     if bug is not None:
-        apply_bug(lab, bug)  # the lab's broker_ref, and so the example's broker, carries it
+        # The lab's broker_ref, and so the example's broker, carries it (no canaries: they
+        # record to a file only the detection benchmark asks for).
+        apply_bug(lab, bug, canaries=False)
     example = root / "example"
     shutil.copytree(ROOT / "examples", example, ignore=_IGNORED)
     venv = root / "venv"
