@@ -31,12 +31,14 @@ PAGE = ROOT / "docs" / "campaigns.md"
 RECIPE = re.compile(r"<!-- recipe: ([\w-]+) -->\n```(\w+)\n(.*?)\n```", re.DOTALL)
 SHELL = ("replays", "campaigns", "failures", "pytest-session", "nightly-to-laptop", "local-night")
 CHECKED = ("incident", "caller")  # compared with the files they show
+# A minute or so: long enough for a run of `random` (18 s of load) to start and end in it on
+# a busy machine, the pytest sessions' worker start-up included.
 SHORTER = {
-    "--budget 10m": "--budget 20s",
-    "--budget 30m": "--budget 30s",
-    "--budget 40m": "--budget 20s",
-    "--lab-campaign 30m": "--lab-campaign 30s",
-    "--lab-campaign 10m": "--lab-campaign 30s",
+    "--budget 10m": "--budget 60s",
+    "--budget 30m": "--budget 60s",
+    "--budget 40m": "--budget 60s",
+    "--lab-campaign 30m": "--lab-campaign 90s",
+    "--lab-campaign 10m": "--lab-campaign 90s",
     "--times 5": "--times 2",
 }
 GH_DOWNLOAD = "gh run download RUN_ID -n failures -D nightly-failures"
