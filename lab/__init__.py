@@ -1,3 +1,3 @@
 """The lab's core: specs, the runner, run folders, backends, the CLI."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"  # a release is tagged v<this> (docs/contributing.md)

@@ -2,11 +2,19 @@
 loads: `--lab-campaign BUDGET` makes one test per run (`campaign_task`, with the fixture
 `lab_campaign`), failures of the failure database first, then fresh seeds, the whole
 campaign decided once by the controller and handed to every xdist worker; the session ends
-with the campaign's summary table.
+with the campaign's summary table. The test is installed with the lab:
+`pytest --pyargs scenarios.test_campaign --lab-campaign 30m …` runs it from any folder.
+
+The session's own choices apply to the campaign: `--lab-target` (the targets, unless
+`--lab-campaign-targets` names them), `--backend` and `--lab-mode` likewise; two that
+disagree, or an option a campaign cannot honour (`--lab-target-setting`, `--lab-seeds`), are
+refused in one line before anything runs.
 """
 
 from __future__ import annotations
 
+import shlex
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +26,7 @@ if TYPE_CHECKING:
     from lab.campaign.session import CampaignSession
     from lab.campaign.summary import CampaignSummary
 
-__all__: list[str] = []
+__all__ = ["campaign_choices", "failure_command", "rerun_line"]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -29,15 +37,60 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="run a campaign (e.g. 30m): failures first, then fresh seeds, one test per run",
     )
-    group.addoption("--lab-campaign-scenarios", default="random", help="comma-separated")
-    group.addoption("--lab-campaign-targets", default="broker_ref", help="comma-separated")
-    group.addoption("--lab-campaign-backends", default="process", help="comma-separated")
-    group.addoption("--lab-campaign-mode", default="", help="comma-separated modes")
-    group.addoption("--lab-campaign-seed", default=None, help="default: random (or the date)")
-    group.addoption("--lab-campaign-shard", default="1/1", help="I/N")
-    group.addoption("--lab-campaign-out", default=None, help="default campaigns/<stamp>-pytest")
-    group.addoption("--lab-campaign-guide", default="random", help="random or coverage")
-    group.addoption("--lab-failures-dir", default=".lab/failures")
+    group.addoption(
+        "--lab-campaign-scenarios",
+        default="random",
+        metavar="NAMES",
+        help="the campaign's scenarios, comma-separated (default random)",
+    )
+    group.addoption(
+        "--lab-campaign-targets",
+        default="",
+        metavar="NAMES",
+        help="the campaign's targets, comma-separated (default: --lab-target's)",
+    )
+    group.addoption(
+        "--lab-campaign-backends",
+        default="",
+        metavar="NAMES",
+        help="the campaign's backends, comma-separated (default: --backend's)",
+    )
+    group.addoption(
+        "--lab-campaign-mode",
+        default="",
+        metavar="MODES",
+        help="the campaign's modes, comma-separated (default: --lab-mode, else each own)",
+    )
+    group.addoption(
+        "--lab-campaign-seed",
+        default=None,
+        metavar="S",
+        help="the campaign's seed (default: random; with a shard of several, the UTC date)",
+    )
+    group.addoption(
+        "--lab-campaign-shard",
+        default="1/1",
+        metavar="I/N",
+        help="this session's slice of the campaign's runs (default 1/1)",
+    )
+    group.addoption(
+        "--lab-campaign-out",
+        default=None,
+        metavar="DIR",
+        help="the campaign folder (default campaigns/<stamp>-<seed>-pytest)",
+    )
+    group.addoption(
+        "--lab-campaign-guide",
+        default="random",
+        metavar="GUIDE",
+        help="random (each draw's seed) or coverage (steered to new behaviour)",
+    )
+    group.addoption(
+        "--lab-failures-dir",
+        default=".lab/failures",
+        metavar="DIR",
+        help="the failure database a campaign replays first and records into",
+    )
 
 
 _SESSION: pytest.StashKey[tuple[CampaignSession, dict[str, Any]]] = pytest.StashKey()
@@ -88,22 +141,53 @@ def _campaign_setup(config: pytest.Config) -> dict[str, Any] | None:
     return setup
 
 
+def _names(text: object) -> tuple[str, ...]:
+    return tuple(p.strip() for p in str(text or "").split(",") if p.strip())
+
+
+def _chosen(config: pytest.Config, campaign: str, session: str, default: str) -> tuple[str, ...]:
+    """The campaign's names for `campaign` (an option of its own), else the session's
+    `session` option's; both given and different: refused."""
+    own = _names(config.getoption(campaign))
+    given = config.getoption(session)
+    theirs = _names(given)
+    if own and given not in (None, default) and set(own) != set(theirs):
+        raise pytest.UsageError(
+            f"{session} {given} and {campaign} {','.join(own)} disagree: the campaign runs "
+            f"on one set; give it once"
+        )
+    return own or theirs
+
+
+def campaign_choices(config: pytest.Config) -> dict[str, tuple[str, ...]]:
+    """The campaign's targets, backends and modes, the session's own options applied."""
+    for option, why in (
+        ("--lab-target-setting", "a campaign runs each target with its own settings"),
+        ("--lab-seeds", "a campaign draws its own seeds (--lab-campaign-seed)"),
+    ):
+        if config.getoption(option):
+            raise pytest.UsageError(f"{option} is not applied to a campaign: {why}")
+    return {
+        "targets": _chosen(config, "--lab-campaign-targets", "--lab-target", "broker_ref"),
+        "backends": _chosen(config, "--lab-campaign-backends", "--backend", "process"),
+        "modes": _chosen(config, "--lab-campaign-mode", "--lab-mode", ""),
+    }
+
+
 def _campaign_session(config: pytest.Config, setup: dict[str, Any]) -> CampaignSession:
     from lab.campaign.failures import FailureDB
     from lab.campaign.plan import CampaignRequest, Shard
     from lab.campaign.session import CampaignSession
     from lab.pytest_hosts import hosts_file
 
-    def names(option: str) -> tuple[str, ...]:
-        return tuple(p.strip() for p in str(config.getoption(option)).split(",") if p.strip())
-
+    chosen = campaign_choices(config)
     request = CampaignRequest(
         budget_s=float(setup["budget_s"]),
         seed=int(setup["seed"]),
-        scenarios=names("--lab-campaign-scenarios"),
-        targets=names("--lab-campaign-targets"),
-        backends=names("--lab-campaign-backends"),
-        modes=names("--lab-campaign-mode"),
+        scenarios=_names(config.getoption("--lab-campaign-scenarios")),
+        targets=chosen["targets"],
+        backends=chosen["backends"],
+        modes=chosen["modes"],
         shard=Shard.parse(str(config.getoption("--lab-campaign-shard"))),
         hosts_file=hosts_file(config),
         guide=str(config.getoption("--lab-campaign-guide")),
@@ -117,10 +201,15 @@ def _campaign_session(config: pytest.Config, setup: dict[str, Any]) -> CampaignS
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    setup = _campaign_setup(config)
-    if setup is None:
-        return
-    config.stash[_SESSION] = (_campaign_session(config, setup), setup)
+    from lab.ground.errors import LabError
+
+    try:
+        setup = _campaign_setup(config)
+        if setup is None:
+            return
+        config.stash[_SESSION] = (_campaign_session(config, setup), setup)
+    except LabError as exc:  # a bad name or value: one line, before anything runs
+        raise pytest.UsageError(f"--lab-campaign: {exc}") from None
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_HandOver(setup), "lab-campaign-handover")
 
@@ -182,6 +271,39 @@ def pytest_terminal_summary(terminalreporter: object, config: pytest.Config) -> 
     for line in summary.table(Path(found_out(config))):
         write(f"  {line}")
     write(f"  campaign folder: {found_out(config)}")
+
+
+def failure_command(failure: str, failures_dir: Path, env: Mapping[str, str]) -> str:
+    """The command that runs a failure the campaign recorded again, where the report is
+    read: under GitHub Actions, the night's `failures` artifact fetched and imported first
+    (the reusable workflow's name for the merged database); else from this database."""
+    from lab.ground.invocation import shown_command
+
+    lab = shown_command("lab")
+    run, repository = env.get("GITHUB_RUN_ID", ""), env.get("GITHUB_REPOSITORY", "")
+    if env.get("GITHUB_ACTIONS") == "true" and run and repository:
+        fetched = f"nightly-failures-{run}"
+        return (
+            f"gh run download {run} -R {repository} -n failures -D {fetched} && "
+            f"{lab} failures import {fetched} && {lab} failures reproduce {failure}"
+        )
+    default = failures_dir == Path(".lab/failures")
+    where = "" if default else f" --failures-dir {shlex.quote(str(failures_dir.absolute()))}"
+    return f"{lab} failures reproduce {failure}{where}"
+
+
+def rerun_line(record: Any, out_dir: Path, failures_dir: Path, env: Mapping[str, str]) -> str:
+    """What reproduces a campaign's test (a RunRecord): its failure, from the failure
+    database; else its run's own `reproduce` line (the run's backend, target and mode)."""
+    if record.failure is not None:
+        return failure_command(record.failure, failures_dir, env)
+    import json
+
+    try:
+        result = json.loads((out_dir / str(record.folder) / "result.json").read_text("utf-8"))
+    except (OSError, ValueError):
+        return ""
+    return str(result.get("reproduce") or "")
 
 
 def found_out(config: pytest.Config) -> str:

@@ -18,9 +18,10 @@ Allure category "deviation reproduced"); a held run whose deviation is declared 
 ("declared deviation not seen: fixed upstream?", listed at the session's end; a failure
 with `--lab-strict-deviations`), unless the declaration's `seen` rates say earlier sessions
 held too (then it is listed, quietly, as "not seen, as in earlier sessions"). Fixture
-`lab_report`: `(run folder) -> None`; with allure-pytest active (`--alluredir`) it attaches
-the run to the running test (steps, chart, checker result, logs:
-lab/reporting/allure_attach.py); `lab_run` calls it after every run.
+`lab_report`: `(run folder, test_command=None) -> None`; with allure-pytest active
+(`--alluredir`) it attaches the run to the running test (steps, chart, checker result, logs,
+the commands that reproduce the test and the run: lab/reporting/allure_attach.py);
+`lab_run` calls it after every run.
 """
 
 from __future__ import annotations
@@ -99,16 +100,20 @@ def lab_report(request: pytest.FixtureRequest, lab_seed: int) -> Callable[[Path]
     results_dir = getattr(request.config.option, "allure_report_dir", None)
     from lab.pytest_targets import rerun_command  # (a plugin of its own: imported by pytest)
 
-    test_command = rerun_command(request, lab_seed)
+    # A campaign's test is not run again by its id (a campaign's draws): it names its own.
+    default = None if "campaign_task" in request.fixturenames else rerun_command(request, lab_seed)
 
-    def report(folder: Path) -> None:
+    def report(folder: Path, test_command: str | None = None) -> None:
         if listener is None or results_dir is None:
             return
         from lab.reporting.allure_attach import attach_to_running_test
 
         try:
             attach_to_running_test(
-                listener, folder, results_dir=Path(results_dir), test_command=test_command
+                listener,
+                folder,
+                results_dir=Path(results_dir),
+                test_command=test_command or default,
             )
         except Exception as exc:  # a report that cannot be made must not fail the test
             warnings.warn(f"lab: could not attach {folder} to Allure: {exc!r}", stacklevel=2)

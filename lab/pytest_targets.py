@@ -49,15 +49,18 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 def rerun_command(request: pytest.FixtureRequest, seed: int) -> str:
-    """`.venv/bin/pytest NODEID --lab-seed N …` with the session's lab options (the test's
-    own target, when the session runs several)."""
+    """`pytest NODEID --lab-seed N …` with the session's lab options (the test's own target,
+    when the session runs several); `pytest` as this session was started
+    (lab.ground.invocation), from the session's own folder."""
+    from lab.ground.invocation import shown_command
+
     config = request.config
     target = targets_of(config)[0]
     if "lab_target" in request.fixturenames:
         target = str(request.getfixturevalue("lab_target"))
     mode = config.getoption("--lab-mode")
     command = (
-        f".venv/bin/pytest {shlex.quote(request.node.nodeid)} "
+        f"{shown_command('pytest')} {shlex.quote(request.node.nodeid)} "
         f"--lab-seed {seed} --backend {config.getoption('--backend')}"
     )
     command += f" --lab-target {target}" * (target != "broker_ref")

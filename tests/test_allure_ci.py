@@ -29,6 +29,8 @@ from lab.reporting.allure_ci import (
     copy_history,
     executor_from_github,
     executor_of,
+    keep_history,
+    kept_history,
     prepare_results,
 )
 from scenarios.test_scenarios import _assert_held
@@ -277,6 +279,27 @@ def test_history_from_a_folder_that_is_no_report(tmp_path: Path) -> None:
         copy_history(tmp_path / "empty", tmp_path)
 
 
+def test_a_kept_history_carries_the_trend_from_night_to_night(tmp_path: Path) -> None:
+    """`lab allure --keep-history DIR`: the first night finds nothing to carry on and starts
+    the Trend; each report's history is saved into DIR for the next."""
+    store = tmp_path / "cache" / "allure-history"
+    assert kept_history(store) is None  # the first night: nothing yet
+    night1 = _report_with_history(tmp_path / "night1", points=1)
+    keep_history(night1, store)
+    assert kept_history(store) == store
+    night2 = _report_with_history(tmp_path / "night2", points=2)
+    (store / "history" / "stale.json").write_text("{}")
+    keep_history(night2, store)
+    assert sorted(p.name for p in (store / "history").iterdir()) == [
+        "history-trend.json",
+        "history.json",
+    ]
+    assert len(json.loads((store / "history" / "history-trend.json").read_text())) == 2
+    (tmp_path / "file").write_text("")
+    with pytest.raises(UsageError, match="a file, not a folder"):
+        kept_history(tmp_path / "file")
+
+
 def test_prepare_results_writes_all_three(tmp_path: Path) -> None:
     previous = _report_with_history(tmp_path / "report", points=1)
     results = tmp_path / "results"
@@ -296,6 +319,7 @@ def test_allure_command_bad_flags_are_one_line(tmp_path: Path) -> None:
         (["--executor-name", "ci", "--report-url", "not-a-url"], "--report-url"),
         (["--build-order", "x"], "--build-order"),
         (["--build-order", "4"], "--executor-name"),
+        (["--history-from", "a", "--keep-history", "b"], "give one"),
     ):
         done = run_lab(
             "allure", str(results), "--out", str(tmp_path / "out"), *flags,

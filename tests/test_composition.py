@@ -113,9 +113,9 @@ def test_the_reproduce_command_runs_what_ran(
     scenario = scenario_named(name)
     parts = RunParts(scenario, target, _no_cluster)
     spec = scenario.spec(42, backend=backend, target=target)
-    command = reproduce_command(spec, tmp_path, parts)
+    command = reproduce_command(spec, tmp_path, parts, lab="lab")
     words = command.split()
-    assert words[:5] == [".venv/bin/lab", "run", name, "--seed", "42"]
+    assert words[:5] == ["lab", "run", name, "--seed", "42"]
     assert ("--backend" in words) == (backend != "process")
     assert ("--target" in words) == (target.name != "broker_ref")
     if "--target" in words:
@@ -141,8 +141,8 @@ def test_a_schedule_not_made_from_the_seed_is_reproduced_by_replay(tmp_path: Pat
     parts = RunParts(scenario, BROKER_REF_TRAITS, _no_cluster)
     spec = scenario.spec(9)
     edited = spec.with_schedule(fault_window("kill", "n2", 3.0, 1.0, "f1"))
-    assert reproduce_command(edited, tmp_path / "run", parts) == (
-        f".venv/bin/lab replay {tmp_path / 'run'}"
+    assert reproduce_command(edited, tmp_path / "run", parts, lab="/opt/lab/bin/lab") == (
+        f"/opt/lab/bin/lab replay {tmp_path / 'run'}"
     )
     longer = replace(spec, workload=replace(spec.workload, duration_s=99.0))
     assert reproduce_command(longer, tmp_path, parts).split()[1] == "replay"

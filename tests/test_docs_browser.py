@@ -98,7 +98,8 @@ def _generated(page: str) -> bool:
 
 
 def _markdown_title(page: str) -> str:
-    first = (ROOT / "docs" / page).read_text(encoding="utf-8").splitlines()[0]
+    lines = (ROOT / "docs" / page).read_text(encoding="utf-8").splitlines()
+    first = next(line for line in lines if line.startswith("# "))  # after a generator's comment
     return first.removeprefix("# ").replace("`", "")
 
 

@@ -10,6 +10,7 @@ import pytest
 from conftest import run_lab
 
 from lab.ground.errors import InputError
+from lab.ground.invocation import shown_command
 from lab.run.incident import load_incident
 from scenarios.catalog import scenario_named
 
@@ -146,7 +147,8 @@ def test_the_example_incident_runs_and_is_reproduced_by_replay(tmp_path: Path) -
     folder = tmp_path / printed
     outcome = json.loads((folder / "result.json").read_text())
     assert outcome["verdict"] == "held" and outcome["check"]["acknowledged"] > 0
-    assert outcome["reproduce"] == f".venv/bin/lab replay {printed}"
+    # The lab that ran it (this environment's), and the folder wherever the line is read.
+    assert outcome["reproduce"] == f"{shown_command('lab')} replay {folder}"
     applied = [
         json.loads(line)
         for line in (folder / "schedule.jsonl").read_text().splitlines()

@@ -2,8 +2,9 @@
 and target registered through entry points, its suite run with the lab's pytest plugin.
 Here it is installed into a virtual environment of its own, the lab installed from this
 checkout as its dependency (tests/example_venv.py), and its own tests run with that
-environment's pytest: an incident file and a scenario of the test file through `lab_run`,
-and its entry points in `lab list`, `lab run` and a short campaign.
+environment's pytest: an incident file, a scenario of the test file and its own second
+scenario through `lab_run`, and its entry points in `lab list`, `lab run` and a short
+campaign.
 """
 
 from __future__ import annotations
@@ -42,4 +43,4 @@ def test_the_example_project_passes_its_own_suite_in_a_venv_of_its_own(tmp_path:
         check=False,
     )
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
-    assert "4 passed" in done.stdout, done.stdout[-2000:]
+    assert "5 passed" in done.stdout, done.stdout[-2000:]

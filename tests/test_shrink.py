@@ -22,6 +22,7 @@ from lab.campaign.windows import (
 )
 from lab.ground.errors import UsageError
 from lab.ground.faultops import FaultOp
+from lab.ground.invocation import shown_command
 from lab.ground.spec import RunSpec
 from scenarios.base import fault_window
 from scenarios.catalog import scenario_named
@@ -210,7 +211,7 @@ def test_a_real_loss_under_ack_policy_none_shrinks_to_the_masters_isolation(
     assert [w.split()[0] for w in saved["kept"]] == ["crash"]
     smallest = Path(saved["smallest"])
     assert json.loads((smallest / "result.json").read_text())["violations"] == ["lost"]
-    assert f"reproduce: .venv/bin/lab replay {smallest}" in shrunk.stdout
+    assert f"reproduce: {shown_command('lab')} replay {smallest.absolute()}" in shrunk.stdout
 
 
 def _shrunk_faults(tmp_path: Path, incident: Path, budget: str) -> list[str]:

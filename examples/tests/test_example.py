@@ -74,6 +74,15 @@ def test_a_scenario_written_in_the_test_file(lab_run: Run) -> None:
     assert "pytest" in outcome.reproduce and "--lab-seed 11" in outcome.reproduce
 
 
+def test_the_isolated_master_loses_nothing_on_a_correct_broker(lab_run: Run) -> None:
+    """The project's second scenario, the one its nightly finds a planted bug with
+    (tests/test_example_night.py in the lab): on the broker as it is, it holds."""
+    outcome = lab_run("example-isolated-master", seed=2)
+    _held_without_loss(outcome)
+    isolated = [e for e in outcome.events if e["kind"] == "fault.start" and e["id"] == "f1"]
+    assert [e["fault"] for e in isolated] == ["isolate"]
+
+
 def _lab(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [str(LAB), *args], capture_output=True, text=True, timeout=600, check=False

@@ -179,7 +179,7 @@ def _write_run(plan: Plan) -> int:
         return cut
     (folder / "history.jsonl").write_text("".join(lines), "utf-8")
     (folder / "events.jsonl").write_text("".join(events), "utf-8")
-    reproduce = f".venv/bin/lab replay {shlex.quote(str(folder))}"
+    reproduce = f"lab replay {shlex.quote(str(folder))}"
     if plan.defect == "error":
         result: dict[str, Any] = {
             "v": 1,

@@ -4,7 +4,10 @@ its saved examples) until it is fixed.
 
     <scenario>-<id>.json   {"v", "id", "scenario", "target", "backend", "mode", "seed",
                             "durability", "verdict", "violations", "first_seen", "folder",
-                            "spec", "outcomes": [...], "status"}
+                            "source", "spec", "outcomes": [...], "status"}
+
+Version 2 added `source`: where an imported record came from (lab.campaign.failure_import),
+"" for one recorded here; a version 1 file reads as one with no source.
 
 A failure is known by its spec without the lab's version (scenario, settings, seed and
 schedule): the same spec failing again is one failure seen twice. Each replay appends an
@@ -29,7 +32,7 @@ from lab.ground.files import read_user_document, user_folder, write_json
 __all__ = ["FIXED_AFTER", "Failure", "FailureDB", "Outcome", "failure_id"]
 
 FIXED_AFTER = 3
-DB_VERSION = 1
+DB_VERSION = 2
 _VOLATILE = ("lab_version", "git_revision")
 
 
@@ -89,6 +92,7 @@ class Failure:
     folder: str
     spec: Mapping[str, Any]
     outcomes: tuple[Outcome, ...] = field(default=())
+    source: str = ""  # imported: the artifact it came from (and its run folder there)
 
     @property
     def status(self) -> str:
@@ -120,6 +124,7 @@ class Failure:
             "violations": list(self.violations),
             "first_seen": self.first_seen,
             "folder": self.folder,
+            "source": self.source,
             "status": self.status,
             "outcomes": [o.to_json() for o in self.outcomes],
             "spec": dict(self.spec),
@@ -141,6 +146,7 @@ class Failure:
             folder=str(raw.get("folder", "")),
             spec=dict(raw["spec"]),
             outcomes=tuple(Outcome.from_json(o) for o in raw.get("outcomes", ())),
+            source=str(raw.get("source", "")),
         )
 
     @staticmethod
@@ -198,6 +204,11 @@ class FailureDB:
             raise InputError(f"{path}: not a failure record: {exc} is missing") from None
         except (TypeError, ValueError, AttributeError) as exc:
             raise InputError(f"{path}: not a failure record: {exc}") from None
+
+    def find(self, scenario: str, failure_id: str) -> Failure | None:
+        """The record of that failure, if the database has one."""
+        path = self.root / f"{scenario}-{failure_id}.json"
+        return self._read(path) if path.is_file() else None
 
     def get(self, key: str) -> Failure:
         """A failure by its id, or by a prefix of it that names one."""

@@ -1,18 +1,18 @@
-"""`lab campaign`, `lab campaign merge`, `lab failures`, `lab shrink`: nightly chaos runs,
-what they remember, and failing schedules cut down to what matters."""
+"""`lab campaign`, `lab campaign merge`, `lab shrink`: nightly chaos runs and failing
+schedules cut down to what matters (the failure database: lab.cli.failures)."""
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from lab.cli.common import DEFAULT_STATE_DIR, Commands, say
+from lab.cli.common import Commands, say
+from lab.cli.failures import DEFAULT_FAILURES
 from lab.ground.errors import UsageError
 from lab.ground.extras import DOCKER, REPORTS, require
 
@@ -21,8 +21,6 @@ if TYPE_CHECKING:
     from lab.campaign.summary import CampaignSummary
 
 __all__ = ["register"]
-
-DEFAULT_FAILURES = DEFAULT_STATE_DIR / "failures"
 
 
 def _names(text: str) -> tuple[str, ...]:
@@ -55,7 +53,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Comman
         "steered to new behaviour)",
     )
     campaign.add_argument("--out", type=Path, help="the campaign folder (default campaigns/…)")
-    campaign.add_argument("--failures-dir", type=Path, default=DEFAULT_FAILURES)
+    campaign.add_argument(
+        "--failures-dir",
+        type=Path,
+        default=DEFAULT_FAILURES,
+        metavar="DIR",
+        help="the failure database it replays first and records into",
+    )
     campaign.add_argument("--no-report", action="store_true", help="skip the Spark report")
     campaign.add_argument(
         "--stop-at-first-broken",
@@ -63,21 +67,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Comman
         help="end at the first broken run (those still going are interrupted)",
     )
 
-    failures = sub.add_parser("failures", help="the failure database: list, show, forget")
-    failures.add_argument("action", choices=["list", "show", "forget"])
-    failures.add_argument("failure", nargs="?", help="a failure's id (or a prefix of it)")
-    failures.add_argument("--failures-dir", type=Path, default=DEFAULT_FAILURES)
-
     shrink = sub.add_parser(
         "shrink", help="the smallest schedule that still shows a run's violation (delta debugging)"
     )
-    shrink.add_argument("run_dir", type=Path)
+    shrink.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="the failing run's folder")
     shrink.add_argument("--budget", default="10m", help="e.g. 10m (default), 1h")
     shrink.add_argument(
         "--tries", type=int, default=3, help="reruns per candidate; kept if any reproduces (3)"
     )
     shrink.add_argument("--out", type=Path, help="where the reruns go (default shrinks/…)")
-    return {"campaign": _cmd_campaign, "failures": _cmd_failures, "shrink": _cmd_shrink}
+    return {"campaign": _cmd_campaign, "shrink": _cmd_shrink}
 
 
 def _cmd_shrink(args: argparse.Namespace) -> int:
@@ -108,7 +107,9 @@ def _cmd_shrink(args: argparse.Namespace) -> int:
     for window in result.kept:
         print(f"  {window}")
     print(f"smallest: {result.best_folder}")
-    print(f"reproduce: .venv/bin/lab replay {result.best_folder}")
+    from lab.ground.invocation import shown_command
+
+    print(f"reproduce: {shown_command('lab')} replay {Path(str(result.best_folder)).absolute()}")
     return 0
 
 
@@ -239,31 +240,3 @@ class _Shower:
         if self.live:
             self.out.write("\n")
             self.out.flush()
-
-
-def _cmd_failures(args: argparse.Namespace) -> int:
-    from lab.campaign.failures import FailureDB
-
-    db = FailureDB(args.failures_dir)
-    if args.action == "list":
-        if args.failure is not None:
-            raise UsageError("failures list takes no id")
-        found = list(db)
-        if not found:
-            print(f"no failures recorded in {db.root}")
-        for f in found:
-            kinds = ", ".join(f.violations)
-            print(
-                f"{f.id}  {f.status:<8}  {f.scenario} · {f.target} · {f.backend} · {f.mode}  "
-                f"seed={f.seed}  {kinds}  ({len(f.outcomes)} replays)"
-            )
-        return 0
-    if args.failure is None:
-        raise UsageError(f"failures {args.action} needs a failure's id (see `lab failures list`)")
-    failure = db.get(args.failure)
-    if args.action == "show":
-        print(json.dumps(failure.to_json(), indent=2))
-    else:
-        db.forget(failure)
-        print(f"forgot {failure.scenario}-{failure.id}")
-    return 0

@@ -17,7 +17,7 @@ __all__ = ["register"]
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Commands:
     """Add this part's subcommands to `sub`; return their handlers by name."""
     up = sub.add_parser("up", help="start a cluster behind Toxiproxy and leave it running")
-    up.add_argument("--nodes", type=int, default=1)
+    up.add_argument("--nodes", type=int, default=1, help="how many nodes (default 1)")
     up.add_argument("--backend", default="process", help="process (default), docker or ssh")
     up.add_argument("--hosts", type=Path, metavar="FILE", help="the hosts file of --backend ssh")
     up.add_argument("--target", default="broker_ref", help="broker_ref, qpid-broker-j or artemis")
@@ -35,10 +35,22 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Comman
         help="replicated-group (default) or active-passive (with a cluster manager; a "
         "target whose brokers activate themselves, such as artemis, has no other)",
     )
-    up.add_argument("--state-dir", type=Path, default=DEFAULT_STATE_DIR)
+    up.add_argument(
+        "--state-dir",
+        type=Path,
+        default=DEFAULT_STATE_DIR,
+        metavar="DIR",
+        help="where the running cluster is recorded (default .lab)",
+    )
 
     down = sub.add_parser("down", help="stop the cluster `lab up` started")
-    down.add_argument("--state-dir", type=Path, default=DEFAULT_STATE_DIR)
+    down.add_argument(
+        "--state-dir",
+        type=Path,
+        default=DEFAULT_STATE_DIR,
+        metavar="DIR",
+        help="where `lab up` recorded the cluster (default .lab)",
+    )
 
     images = sub.add_parser("images", help="build the lab's container images (Docker backend)")
     images.add_argument("action", choices=["build"], help="build (cached by content)")
@@ -53,9 +65,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Comman
         help="a rig of network namespaces with an sshd each on this machine, and its hosts "
         "file, to try --backend ssh (as root); `down` takes it all away",
     )
-    rig.add_argument("action", choices=["up", "down"])
+    rig.add_argument(
+        "action", choices=["up", "down"], help="up: make it (or print its hosts file); down"
+    )
     rig.add_argument("--hosts", type=int, help="how many hosts, 1 to 9 (default 3; up only)")
-    rig.add_argument("--state-dir", type=Path, default=DEFAULT_STATE_DIR)
+    rig.add_argument(
+        "--state-dir",
+        type=Path,
+        default=DEFAULT_STATE_DIR,
+        metavar="DIR",
+        help="where the rig is recorded (default .lab)",
+    )
 
     return {"up": _cmd_up, "down": _cmd_down, "images": _cmd_images, "rig": _cmd_rig}
 

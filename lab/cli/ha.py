@@ -41,7 +41,13 @@ EXPECTABLE = ("primary", "joining", "catchup", "ready", "recovering", "active", 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Commands:
     """Add `lab ha` to `sub`."""
     ha = sub.add_parser("ha", help="an active-passive cluster's brokers, as qpid-ha shows them")
-    ha.add_argument("--state-dir", type=Path, default=DEFAULT_STATE_DIR)
+    ha.add_argument(
+        "--state-dir",
+        type=Path,
+        default=DEFAULT_STATE_DIR,
+        metavar="DIR",
+        help="where `lab up` recorded the cluster (default .lab)",
+    )
     actions = ha.add_subparsers(dest="ha_action", required=True, parser_class=type(ha))
     status = actions.add_parser("status", help="a broker's HA status")
     status.add_argument("--broker", help="a node of `lab up`'s cluster, or a management URL")
@@ -55,8 +61,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Comman
         help="acknowledge that promote is for a cluster manager: misused, it makes two primaries",
     )
     replicate = actions.add_parser("replicate", help="set a queue's replication level")
-    replicate.add_argument("queue")
-    replicate.add_argument("level", choices=REPLICATE_LEVELS)
+    replicate.add_argument("queue", help="the queue's name")
+    replicate.add_argument(
+        "level", choices=REPLICATE_LEVELS, help=f"one of {', '.join(REPLICATE_LEVELS)}"
+    )
     replicate.add_argument("--broker", help="the primary (default: the one that says it is)")
     return {"ha": _cmd_ha}
 

@@ -1,5 +1,5 @@
-"""The `lab` command: run, replay, list, check, campaign, failures, up, down, ha, images,
-report, bench, allure, doctor, tables.
+"""The `lab` command: run, replay, list, check, campaign, failures, nightly, shrink, up, down,
+ha, images, report, bench, allure, doctor, tables.
 
 Exit status: 0 success (a run's prediction held, a history valid), 1 a prediction
 broken or a history invalid, 3 a history whose validity is unknown, 4 a replay whose
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from lab import __version__
-from lab.cli import campaigns, clusters, doctor, ha, reports, runs, tables
+from lab.cli import campaigns, clusters, doctor, failures, ha, nightly, reports, runs, tables
 from lab.cli.common import Commands
 from lab.ground.errors import LabError
 
@@ -39,7 +39,7 @@ def _build_parser() -> tuple[argparse.ArgumentParser, Commands]:
     parser.add_argument("--version", action="version", version=f"lab {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     commands: Commands = {}
-    for part in (runs, campaigns, clusters, ha, reports, doctor, tables):
+    for part in (runs, campaigns, failures, nightly, clusters, ha, reports, doctor, tables):
         commands.update(part.register(sub))
     return parser, commands
 

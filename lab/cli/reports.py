@@ -69,6 +69,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Comman
         metavar="PREVIOUS_REPORT_DIR",
         help="copy that report's history/ into the results first, so the Trend carries on",
     )
+    allure.add_argument(
+        "--keep-history",
+        type=Path,
+        metavar="DIR",
+        help="carry the Trend on through DIR (e.g. a CI cache): its history/, when there is "
+        "one, goes into the results first, and the new report's history/ is saved into it",
+    )
     allure.add_argument("--executor-name", help="who ran the tests (executor.json; e.g. a CI)")
     allure.add_argument("--executor-url", help="the executor's page")
     allure.add_argument("--build-order", type=int, help="this build's number (orders the Trend)")
@@ -226,8 +233,16 @@ def _cmd_allure(args: argparse.Namespace) -> int:
     import os
 
     require(REPORTS, "lab allure (its timeline charts)")
-    from lab.reporting.allure_ci import executor_of
+    from lab.reporting.allure_ci import executor_of, keep_history, kept_history
     from lab.reporting.allure_cli import generate_report
+
+    history_from = args.history_from
+    if args.keep_history is not None:
+        if history_from is not None:
+            raise UsageError(
+                "--history-from and --keep-history both say where the Trend comes from: give one"
+            )
+        history_from = kept_history(args.keep_history)
 
     executor = executor_of(
         name=args.executor_name,
@@ -241,8 +256,10 @@ def _cmd_allure(args: argparse.Namespace) -> int:
         args.out,
         tools_dir=args.tools_dir,
         say=say,
-        history_from=args.history_from,
+        history_from=history_from,
         executor=executor,
     )
+    if args.keep_history is not None:
+        say(f"lab: the Trend's history kept in {keep_history(index.parent, args.keep_history)}")
     print(index.parent)
     return 0

@@ -16,13 +16,13 @@ if TYPE_CHECKING:
     from lab.judge.result import ReplayOf
     from lab.run.cluster import RunParts
 
-__all__ = ["register"]
+__all__ = ["register", "replay_spec"]
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Commands:
     """Add this part's subcommands to `sub`; return their handlers by name."""
     run = sub.add_parser("run", help="run a scenario (or an incident file) into a new run folder")
-    run.add_argument("scenario", nargs="?")
+    run.add_argument("scenario", nargs="?", help="a scenario of `lab list` (or none, with --spec)")
     run.add_argument(
         "--spec",
         type=Path,
@@ -50,7 +50,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Comman
         "--mode",
         help="replicated-group or active-passive (default: the scenario's own; `lab list`)",
     )
-    run.add_argument("--runs-dir", type=Path, default=DEFAULT_RUNS_DIR)
+    run.add_argument(
+        "--runs-dir",
+        type=Path,
+        default=DEFAULT_RUNS_DIR,
+        metavar="DIR",
+        help="where the run folder goes (default runs/)",
+    )
     run.add_argument(
         "--durability",
         metavar="MASTER_SYNC,REPLICA_SYNC,ACK_POLICY",
@@ -64,7 +70,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Comman
     )
 
     replay = sub.add_parser("replay", help="run a recorded spec and schedule again")
-    replay.add_argument("run_dir", type=Path)
+    replay.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a run folder")
     replay.add_argument(
         "--times",
         type=int,
@@ -74,10 +80,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Comman
     replay.add_argument("--runs-dir", type=Path, help="default: the runs folder it came from")
     replay.add_argument("--hosts", type=Path, metavar="FILE", help="a run on hosts: its hosts file")
 
-    sub.add_parser("list", help="list the scenarios and targets, and where each comes from")
+    sub.add_parser(
+        "list",
+        help="list the scenarios and targets, and where each comes from (one whose entry "
+        "point cannot be loaded is listed with why, then the command exits 2)",
+    )
 
     check = sub.add_parser("check", help="check a history (or a run folder) for lost messages")
-    check.add_argument("path", type=Path)
+    check.add_argument("path", type=Path, metavar="PATH", help="a history.jsonl or a run folder")
     check.add_argument("--json", action="store_true", help="print the result as one JSON object")
 
     return {"run": _cmd_run, "replay": _cmd_replay, "list": _cmd_list, "check": _cmd_check}
@@ -154,18 +164,27 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     except UsageError as exc:
         raise InputError(f"{source.spec}: {exc}") from None
     runs_dir = args.runs_dir or source.path.parent.parent
-    return _replay(spec, parts, runs_dir, ReplayOf.read(source.path), args.times)
+    return replay_spec(spec, parts, runs_dir, ReplayOf.read(source.path), args.times)
 
 
-def _replay(spec: RunSpec, parts: RunParts, runs_dir: Path, original: ReplayOf, times: int) -> int:
-    """Exit 0: a held run held every time; 1: a violation came back (or a held run broke);
-    4: the original violation never came back (did not reproduce)."""
+def replay_spec(
+    spec: RunSpec,
+    parts: RunParts,
+    runs_dir: Path,
+    original: ReplayOf,
+    times: int,
+    said_as: str = "replay",
+) -> int:
+    """Run `spec` `times` times and compare each outcome with `original`'s, printing a line
+    per run and a last line `SAID_AS: …`. Exit 0: a held run held every time; 1: a violation
+    came back (or a held run broke); 4: the original violation never came back (did not
+    reproduce)."""
     from lab.run.progress import progress_for
     from lab.run.runner import run_scenario
 
     kinds = ", ".join(original.violations) or "none"
     print(
-        f"lab: replaying {original.folder} ({original.verdict}: {kinds}) {times} time(s)",
+        f"lab: running {original.folder} ({original.verdict}: {kinds}) again, {times} time(s)",
         file=sys.stderr,
     )
     again = 0
@@ -180,12 +199,12 @@ def _replay(spec: RunSpec, parts: RunParts, runs_dir: Path, original: ReplayOf, 
         said = "reproduced" if came_back else "did not reproduce"
         print(f"{number}/{times}: {outcome.summary} — {said}")
     if original.verdict == "held":
-        print(f"replay: held {again}/{times}")
+        print(f"{said_as}: held {again}/{times}")
         return 0 if again == times else 1
     if again == 0:
-        print(f"replay: did not reproduce (0/{times}): the original's {kinds} never came back")
+        print(f"{said_as}: did not reproduce (0/{times}): the original's {kinds} never came back")
         return 4
-    print(f"replay: reproduced {again}/{times} ({kinds})")
+    print(f"{said_as}: reproduced {again}/{times} ({kinds})")
     return 1
 
 

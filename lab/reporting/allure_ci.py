@@ -3,6 +3,10 @@ every night says where it came from and how the nights compare.
 
     copy_history(previous_report, results_dir)   PREVIOUS/history/ → RESULTS/history/: the
                                                  Trend widget's earlier points
+    kept_history(store) / keep_history(report, store)
+                                                 a folder that carries the Trend from one
+                                                 report to the next (a CI cache): read when
+                                                 it holds a history, written after
     Executor(...).write(results_dir)             RESULTS/executor.json: the executor widget
     executor_from_github(env)                    the GitHub Actions run the variables name
     prepare_results(results_dir, history_from, executor)
@@ -33,6 +37,8 @@ __all__ = [
     "copy_history",
     "executor_from_github",
     "executor_of",
+    "keep_history",
+    "kept_history",
     "prepare_results",
 ]
 
@@ -159,6 +165,27 @@ def copy_history(previous_report: Path, results_dir: Path) -> Path:
     if dest.resolve() != source.resolve():
         shutil.rmtree(dest, ignore_errors=True)
         shutil.copytree(source, dest)
+    return dest
+
+
+def kept_history(store: Path) -> Path | None:
+    """`store` when it holds a history to carry on (the previous report's), else None: the
+    first report made with a store starts the Trend."""
+    if store.exists() and not store.is_dir():
+        raise UsageError(f"--keep-history {store}: a file, not a folder")
+    return store if (store / _HISTORY / "history-trend.json").is_file() else None
+
+
+def keep_history(report_dir: Path, store: Path) -> Path:
+    """REPORT/history/ copied into STORE/history/ (what was there replaced), for the next."""
+    source = report_dir / _HISTORY
+    dest = store / _HISTORY
+    staging = store / f".{_HISTORY}.new"
+    shutil.rmtree(staging, ignore_errors=True)
+    store.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(source, staging)
+    shutil.rmtree(dest, ignore_errors=True)
+    staging.rename(dest)
     return dest
 
 

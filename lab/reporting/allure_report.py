@@ -31,6 +31,7 @@ from lab.reporting.history_summary import history_summary
 from lab.reporting.timeline_chart import render_timeline, timeline_from_run
 from lab.run.folder import RunFolder
 from lab.run.reproduce import reproduce_command
+from scenarios.base import Scenario
 
 __all__ = [
     "CHECKER_RESULT",
@@ -137,11 +138,21 @@ def run_wall_start_ns(events: Sequence[Mapping[str, Any]]) -> int:
     return time.time_ns()
 
 
+def _scenario(name: str) -> Scenario | None:
+    """The scenario of that name: the lab's own or an installed package's (None: unknown,
+    or its entry point cannot be loaded)."""
+    from lab.ground.errors import LabError
+    from scenarios.catalog import scenario_named
+
+    try:
+        return scenario_named(name)
+    except LabError:
+        return None
+
+
 def scenario_family(name: str) -> str:
     """The family a scenario belongs to: the scenarios module that defines its schedule."""
-    from scenarios.catalog import SCENARIOS
-
-    scenario = SCENARIOS.get(name)
+    scenario = _scenario(name)
     if scenario is None:
         return "other"
     return str(scenario.schedule.__module__).rsplit(".", 1)[-1].replace("_", " ")
@@ -273,9 +284,7 @@ def _events_of_fault(fault_id: str, events: Sequence[Mapping[str, Any]]) -> tupl
 def _description(
     spec: RunSpec, folder: RunFolder, result: Mapping[str, Any], test_command: str | None
 ) -> Description:
-    from scenarios.catalog import SCENARIOS
-
-    scenario = SCENARIOS.get(spec.scenario)
+    scenario = _scenario(spec.scenario)
     reasons = [str(r) for r in result.get("reasons") or []]
     if result.get("error"):
         reasons.append(str(result["error"]))

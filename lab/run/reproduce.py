@@ -5,6 +5,9 @@ from its scenario and seed) is reproduced by that command, with every setting th
 differs from the defaults: backend, target, durability. Any other run (a replay of an
 edited spec, a schedule written by hand) is reproduced by `lab replay FOLDER`, never by a
 `lab run` that would run a different schedule.
+
+The `lab` of the command is the one running now, as a person would type it where the line
+is shown (lab.ground.invocation): `lab` when that is the one on PATH, else its own path.
 """
 
 from __future__ import annotations
@@ -14,15 +17,14 @@ from dataclasses import replace
 from pathlib import Path
 
 from lab.ground.errors import LabError
+from lab.ground.invocation import shown_command
 from lab.ground.nodes import TargetTraits
 from lab.ground.spec import RunSpec
 from lab.run.cluster import RunParts
 from scenarios.base import Scenario
 from scenarios.catalog import scenario_named
 
-__all__ = ["LAB", "reproduce_command"]
-
-LAB = ".venv/bin/lab"
+__all__ = ["reproduce_command"]
 
 
 def _made_from_seed(
@@ -48,10 +50,14 @@ def _registered(name: str) -> Scenario | None:
         return None
 
 
-def reproduce_command(spec: RunSpec, folder: Path, parts: RunParts | None = None) -> str:
+def reproduce_command(
+    spec: RunSpec, folder: Path, parts: RunParts | None = None, *, lab: str | None = None
+) -> str:
     """`lab run …` when the spec comes from its scenario and seed (given the parts the run
-    was made of), else `lab replay FOLDER`."""
-    replay = f"{LAB} replay {shlex.quote(str(folder))}"
+    was made of), else `lab replay FOLDER`; `lab`: how the lab is typed (default: the one
+    running now, lab.ground.invocation)."""
+    lab = shown_command("lab") if lab is None else lab
+    replay = f"{lab} replay {shlex.quote(str(folder.absolute()))}"
     if parts is not None and parts.hosts_file is not None:
         replay += f" --hosts {shlex.quote(str(parts.hosts_file))}"
     if parts is None:
@@ -67,7 +73,7 @@ def reproduce_command(spec: RunSpec, folder: Path, parts: RunParts | None = None
     settings = _user_settings(spec, scenario, target)
     if not _made_from_seed(spec, scenario, target, settings):
         return replay
-    words = [LAB, "run", spec.scenario, "--seed", str(spec.seed)]
+    words = ["run", spec.scenario, "--seed", str(spec.seed)]
     if spec.backend != "process":
         words += ["--backend", spec.backend]
     if parts.hosts_file is not None:
@@ -81,4 +87,4 @@ def reproduce_command(spec: RunSpec, folder: Path, parts: RunParts | None = None
     if spec.durability != scenario.durability:
         coalescing = "--coalescing" if spec.durability.coalescing_sync else "--no-coalescing"
         words += ["--durability", spec.durability.triplet, coalescing]
-    return shlex.join(words)
+    return f"{lab} {shlex.join(words)}"
