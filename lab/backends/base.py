@@ -24,6 +24,7 @@ from lab.ground.nodes import ClusterPlan, NodePlan, NodeStatus
 from lab.ground.ports import HOST, free_ports, release_ports
 from lab.ground.spec import Durability, GroupSettings, Topology
 from lab.ground.topology import split_node_link
+from lab.targets.forming import FormsGroup, form_group
 from lab.targets.management import (
     ManagementClient,
     ManagementRefused,
@@ -160,7 +161,7 @@ class ClusterBase(Generic[N]):
         group's founder first and alone when the target's group grows from its first node
         (then the others start once it is master: the group of one is ready). A handle is in
         `nodes` before it starts, so `stop` reaches a node whose start failed half-way; a
-        spare's handle is there from the start, not started."""
+        spare's handle is there from the start, not started; a FormsGroup target's last."""
         assert self.plan is not None
         plans = []
         for plan in self.plan.nodes:
@@ -176,6 +177,15 @@ class ClusterBase(Generic[N]):
         for plan in plans:
             self.nodes[plan.name] = make(plan)
             self.nodes[plan.name].start()
+        if isinstance(self.target, FormsGroup):
+            form_group(self.target, self.plan, self.target.ready_timeout_s, self._ended)
+
+    def _ended(self) -> str | None:
+        """How a node of the group ended, when one has (None while all run)."""
+        for name, node in self.nodes.items():
+            if name not in self.outside() and not node.running and not node.paused:
+                return f"node {name} {node.exit_detail()}"
+        return None
 
     def wait_ready(self, timeout_s: float | None = None) -> str:
         """Wait until every node answers, exactly one is MASTER and every other is REPLICA

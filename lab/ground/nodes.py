@@ -40,6 +40,9 @@ class ClusterPlan:
     # (ports, folders, a proxy on every link with a node or another witness) and started
     # with the group, but never one of its nodes: no client reaches them, no fault names them.
     witnesses: tuple[NodePlan, ...] = ()
+    # Processes the lab runs beside the nodes for the run on local processes (RabbitMQ's port
+    # mapper), by name: the port each listens on (lab.targets.protocol.RunsLocalServices).
+    services: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -107,6 +110,9 @@ class TargetTraits:
     # versions to choose from, as broker_ref, part of the lab).
     version: str | None = None
     default_version: str | None = None
+    # What clients put before a queue's name to address it (RabbitMQ's AMQP 1.0 plugin:
+    # `/amq/queue/`, an existing queue); empty: the name is the address.
+    queue_prefix: str = ""
 
     @property
     def chosen_version(self) -> str | None:

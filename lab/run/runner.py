@@ -157,7 +157,9 @@ class _Run:
             if vip is None:
                 raise LabError("the workload uses the virtual address, and this cluster has none")
             urls, nodes = [vip], (VIRTUAL_NODE,)
-        plans = worker_plans(spec.workload, urls, nodes, self.clock.start_ns)
+        plans = worker_plans(
+            spec.workload, urls, nodes, self.clock.start_ns, self.parts.target.queue_prefix
+        )
         log_dir = self.folder.path / "workers"
         log_dir.mkdir(exist_ok=True)
         for plan in plans:

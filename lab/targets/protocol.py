@@ -373,4 +373,5 @@ def traits_of(target: Target) -> TargetTraits:
         tuple(sorted(getattr(target, "setting_defaults", {}).items())),
         version=version,
         default_version=default,
+        queue_prefix=str(getattr(target, "queue_prefix", "")),
     )
