@@ -120,6 +120,7 @@ class RabbitMQTarget:
             "RABBITMQ_MNESIA_BASE": str(node.data_dir / "mnesia"),
             "RABBITMQ_LOG_BASE": str(home / "log"),
             "RABBITMQ_PID_FILE": str(home / "rabbitmq.pid"),
+            "ERL_CRASH_DUMP": str(home / "erl_crash.dump"),
             "RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS": vm_args(own_epmd=False),
             # The script execs the VM (no shell in between): kill -9 reaches the node itself.
             "RUNNING_UNDER_SYSTEMD": "true",
