@@ -283,3 +283,24 @@ def test_a_side_queue_or_another_queue_is_refused() -> None:
         check_run(_spec(workload=Workload(side=SideQueue("side"))))
     with pytest.raises(UsageError, match="declares the queue 'lab'"):
         check_run(_spec(workload=Workload(queue="other")))
+
+
+# ---- set-up ------------------------------------------------------------------------------------
+
+
+def test_a_run_without_rabbitmq_says_so_in_one_line_with_the_install_command(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from lab.cli.main import main
+    from lab.targets.rabbitmq import install
+
+    monkeypatch.setattr(install, "installed_version", lambda: None)
+    monkeypatch.setattr(install, "can_install", lambda: False)  # not root, or not Debian
+    argv = ["run", "master-failure", "--target", "rabbitmq", "--runs-dir", str(tmp_path)]
+    assert main(argv) == 2
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert line == (
+        "lab: error: --target rabbitmq needs RabbitMQ: apt-get install -y --no-install-recommends "
+        "rabbitmq-server (as root on Debian the lab does it on first use)"
+    )
+    assert not any(tmp_path.rglob("spec.json"))  # nothing started, nothing written

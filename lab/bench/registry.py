@@ -14,6 +14,7 @@ from lab.bench import (
     failover,
     interrupt,
     node_memory,
+    rediscover,
     report,
     shrink,
     soak,
@@ -42,6 +43,7 @@ BENCHMARKS: Mapping[str, Benchmark] = {
         soak.BENCHMARK,
         node_memory.BENCHMARK,
         detection.BENCHMARK,
+        rediscover.BENCHMARK,
     )
 }
 
