@@ -213,6 +213,22 @@ def test_no_queue_is_no_role_yet() -> None:
             None,
         ),
         (
+            "2026-12-06T03:02:42.036987+00:00 INFO [n2] rabbit on node 'n1@127.77.87.106' down",
+            "HA-1006",
+            None,
+        ),
+        (
+            "2026-12-06T03:02:55.306379+00:00 INFO [n2] rabbit on node 'n1@127.77.87.106' up",
+            "HA-1005",
+            None,
+        ),
+        (
+            "2026-12-06T03:27:46.4+00:00 WARNING [n1] disk resource limit alarm set on node "
+            "'n1@127.77.97.85'.",
+            "REF-1002",
+            None,
+        ),
+        (
             "2026-12-06T03:13:11.1+00:00 WARNING [n1] Cluster minority/secondary status detected "
             "- awaiting recovery",
             "RMQ-1003",

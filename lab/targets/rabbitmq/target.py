@@ -37,7 +37,7 @@ from lab.targets.rabbitmq.config import (
     vm_args,
 )
 from lab.targets.rabbitmq.install import CTL, EPMD, SERVER, VERSION, ensure_rabbitmq
-from lab.targets.rabbitmq.logs import parse_rabbitmq_line
+from lab.targets.rabbitmq.logs import LAB_CODES, parse_rabbitmq_line
 from lab.targets.rabbitmq.rules import QUEUE, check_plan, check_run, settings_of
 from lab.targets.rabbitmq.settings import DEFAULTS, RabbitSettings
 
@@ -73,8 +73,11 @@ class RabbitMQTarget:
     restart_allowance_s = 25.0  # a node restarts, recovers its queues and rejoins in 10-25 s
     data_disk_mb = 256
     proxied_peer_links = False  # Erlang distribution: nodes dial each other where epmd says
-    founded_by_first_node = False  # all start together; the others join n1 (classic config)
+    # The founder boots alone: a node joining it while its tables are still being made can
+    # take half its schema and fail its integrity check at boot (seen on two busy cores).
+    founded_by_first_node = True
     deviations_file = DEVIATIONS
+    lab_codes = LAB_CODES
     setting_defaults = DEFAULTS
     credentials = Credentials()
     queue_prefix = "/amq/queue/"  # the AMQP 1.0 plugin's address of an existing queue
@@ -181,6 +184,15 @@ class RabbitMQTarget:
         return RabbitApi(
             f"http://{HOST}:{node.management_port}", node.name, self.credentials, timeout_s
         )
+
+    def founded(self, cluster: ClusterPlan) -> bool:
+        """The founder has booted: its management API lists it running."""
+        founder = cluster.node(cluster.members[0])
+        try:
+            running = self.api(founder, 2.0).running_nodes()
+        except ClusterError:
+            return False
+        return erlang_name(founder.name, founder.replication_host) in running
 
     def form_group(self, cluster: ClusterPlan) -> bool:
         """Once every node has joined the founder's cluster, declare the run's queue there
