@@ -41,7 +41,7 @@ class ClusterPlan:
     # with the group, but never one of its nodes: no client reaches them, no fault names them.
     witnesses: tuple[NodePlan, ...] = ()
     # Processes the lab runs beside the nodes for the run on local processes (RabbitMQ's port
-    # mapper), by name: the port each listens on (lab.targets.protocol.RunsLocalServices).
+    # mapper), by name: the port each listens on (lab.targets.forming.RunsLocalServices).
     services: Mapping[str, int] = field(default_factory=dict)
 
     @property
