@@ -229,6 +229,23 @@ def test_no_queue_is_no_role_yet() -> None:
             None,
         ),
         (
+            "2026-12-06T03:50:35.839018+00:00 INFO [n1] queue 'lab' in vhost '/': detected a new "
+            "leader {'%2F_lab','n3@127.77.115.192'} in term 3",
+            "RMQ-1007",
+            "REPLICA",
+        ),
+        (
+            "2026-12-06T03:13:15.264299+00:00 NOTICE [n1] queue 'lab' in vhost '/': leader -> "
+            "follower in term: 2 machine version: 2",
+            "RMQ-1009",
+            "REPLICA",
+        ),
+        (
+            "2026-12-06T03:50:08.023682+00:00 NOTICE [n1] SIGTERM received - shutting down,",
+            "RMQ-1010",
+            "WAITING",
+        ),
+        (
             "2026-12-06T03:13:11.1+00:00 WARNING [n1] Cluster minority/secondary status detected "
             "- awaiting recovery",
             "RMQ-1003",

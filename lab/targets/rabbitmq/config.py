@@ -67,6 +67,9 @@ def rabbitmq_conf(config: NodeConfig, settings: RabbitSettings) -> str:
         # Clients speak AMQP 1.0 without SASL credentials: they connect as this user.
         f"amqp1_0.default_user = {config.management_user}",
         f"disk_free_limit.absolute = {config.disk_free_limit_mb}MB",
+        # Quorum queues' write-ahead log rolls over at 64 MB (512 MB by default): a node's
+        # data disk in a container is a 256 MB tmpfs.
+        "raft.wal_max_size_bytes = 64000000",
         "log.file = false",
         "log.console = true",
         "log.console.level = info",

@@ -21,7 +21,11 @@ and RabbitMQ's own events are given codes of their own:
     RMQ-1003  pause_minority: the node is in a minority and stops its broker until it is not
     RMQ-1004  autoheal: the node lost, and restarts (its side's changes are discarded)
     RMQ-1005  autoheal: the node won, and waits for the losers to stop
-    RMQ-1007  a quorum member learns of a new leader ("detected a new leader … in term")
+    RMQ-1007  a quorum member learns of a new leader ("detected a new leader … in term"): the
+              member follows it from then on (it is MASTER only if it names itself)
+    RMQ-1009  a quorum leader steps down ("leader -> follower in term")
+    RMQ-1010  the node is asked to stop ("SIGTERM received - shutting down"): it closes its
+              clients' connections at once, and serves none as master from then on
     RMQ-1008  a mirror found its queue's master stale (a master that lost its place)
 """
 
@@ -55,6 +59,8 @@ CODES: tuple[tuple[str, re.Pattern[str], str | None], ...] = (
     ("REF-1002", re.compile(r"^disk resource limit alarm set on node"), None),
     ("REF-1003", re.compile(r"^disk resource limit alarm cleared on node"), None),
     ("RMQ-1007", re.compile(r"detected a new leader .* in term"), None),
+    ("RMQ-1009", re.compile(r"^queue '.*' in vhost '.*': leader -> follower in term"), "REPLICA"),
+    ("RMQ-1010", re.compile(r"^SIGTERM received - shutting down"), "WAITING"),
     ("RMQ-1008", re.compile(r"Detected stale classic mirrored queue leader"), None),
 )
 
@@ -68,5 +74,18 @@ def parse_rabbitmq_line(line: str) -> LogRecord | None:
     time, level, node, text = found.groups()
     for code, pattern, role in CODES:
         if pattern.search(text):
+            if code == "RMQ-1007":
+                role = _follows(text, node)
             return LogRecord(time, level, node, code, text, took_role=role)
     return None
+
+
+_NEW_LEADER = re.compile(r"detected a new leader \{'[^']*','([^'@]+)@")
+
+
+def _follows(text: str, node: str) -> str | None:
+    """The role of the node that logs a new leader: MASTER when it names itself."""
+    found = _NEW_LEADER.search(text)
+    if found is None:
+        return None
+    return "MASTER" if found.group(1) == node else "REPLICA"

@@ -18,6 +18,9 @@ address, so that as root a packet filter can cut a pair (lab.backends.process.pe
 from __future__ import annotations
 
 import contextlib
+import io
+import shlex
+import tarfile
 from pathlib import Path
 
 from lab.ground.errors import ClusterError, SetupError
@@ -44,6 +47,8 @@ from lab.targets.rabbitmq.settings import DEFAULTS, RabbitSettings
 __all__ = ["DEVIATIONS", "EPMD_SERVICE", "RabbitMQTarget"]
 
 DEVIATIONS = Path(__file__).resolve().parent / "deviations.toml"
+CONTAINER_ETC = "/etc/lab/rabbitmq"  # the node's files and HOME in its container
+CONTAINER_TAR = "/etc/lab/rabbitmq.tar"
 EPMD_SERVICE = "epmd"
 MIRRORING_POLICY = "lab-mirrored"
 
@@ -176,7 +181,54 @@ class RabbitMQTarget:
     def container_launch(
         self, cluster: ClusterPlan, node: NodePlan, address_of: dict[str, str]
     ) -> ContainerLaunch:
-        raise SetupError("rabbitmq does not run in containers yet: use --backend process")
+        """The node named by its address on the run's network (`address_of`), listening on
+        every interface of its container, with the port mapper of its own container (it ends
+        with the container); its files go in as one tar the command unpacks (a copy is kept
+        in the run folder)."""
+        check_plan(cluster)
+        settings = settings_of(cluster.settings)
+        host = {name: address.rpartition(":")[0] for name, address in address_of.items()}
+        first = cluster.members[0]
+        config = NodeConfig(
+            node=node.name,
+            amqp=f"0.0.0.0:{node.amqp_port}",
+            management_ip="0.0.0.0",
+            management_port=node.management_port,
+            founder=None if node.name == first else erlang_name(first, host[first]),
+            management_user=self.credentials.user,
+            management_password=self.credentials.password,
+        )
+        files = {
+            "rabbitmq.conf": rabbitmq_conf(config, settings),
+            "advanced.config": advanced_config(settings, host[node.name]),
+            "enabled_plugins": ENABLED_PLUGINS,
+            "rabbitmq-env.conf": "# the lab gives every setting in the environment\n",
+        }
+        _node_files(node.node_dir / "etc", files)
+        home = CONTAINER_ETC
+        env = {
+            "HOME": home,
+            "RABBITMQ_NODENAME": erlang_name(node.name, host[node.name]),
+            "RABBITMQ_USE_LONGNAME": "true",
+            "RABBITMQ_DIST_PORT": str(node.replication_port),
+            "RABBITMQ_CONFIG_FILE": f"{home}/rabbitmq.conf",
+            "RABBITMQ_ADVANCED_CONFIG_FILE": f"{home}/advanced.config",
+            "RABBITMQ_ENABLED_PLUGINS_FILE": f"{home}/enabled_plugins",
+            "RABBITMQ_CONF_ENV_FILE": f"{home}/rabbitmq-env.conf",
+            "RABBITMQ_MNESIA_BASE": f"{node.data_dir}/mnesia",
+            "RABBITMQ_LOG_BASE": f"{home}/log",
+            "RABBITMQ_PID_FILE": f"{home}/rabbitmq.pid",
+            "ERL_CRASH_DUMP": f"{home}/erl_crash.dump",
+            "RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS": vm_args(own_epmd=True),
+            "RUNNING_UNDER_SYSTEMD": "true",
+        }
+        server = shlex.join(["env", *(f"{k}={v}" for k, v in env.items()), str(SERVER)])
+        cookie = f"printf %s {shlex.quote(COOKIE)} > {home}/.erlang.cookie"
+        script = (
+            f"mkdir -p {home} && tar -xf {CONTAINER_TAR} -C {home} && {cookie} && "
+            f"chmod 400 {home}/.erlang.cookie && exec {server}"
+        )
+        return ContainerLaunch(_tar_of(files), CONTAINER_TAR, ("sh", "-c", script))
 
     # -- the group, once its nodes run ---------------------------------------------------------
 
@@ -192,19 +244,18 @@ class RabbitMQTarget:
             running = self.api(founder, 2.0).running_nodes()
         except ClusterError:
             return False
-        return erlang_name(founder.name, founder.replication_host) in running
+        return founder.name in _short(running)
 
     def form_group(self, cluster: ClusterPlan) -> bool:
         """Once every node has joined the founder's cluster, declare the run's queue there
         (and, for a mirrored queue, the policy that mirrors it on every node): True; False
         while a node has not joined yet."""
         founder = cluster.node(cluster.members[0])
-        wanted = {erlang_name(n, cluster.node(n).replication_host) for n in cluster.members}
         try:
             running = self.api(founder, 2.0).running_nodes()
         except ClusterError:
             return False  # not answering yet
-        if not wanted <= running:
+        if not set(cluster.members) <= _short(running):
             return False
         settings = settings_of(cluster.settings)
         api = self.api(founder, 30.0)
@@ -231,3 +282,19 @@ class RabbitMQTarget:
 
     def parse_log_line(self, line: str) -> LogRecord | None:
         return parse_rabbitmq_line(line)
+
+
+def _short(names: set[str]) -> set[str]:
+    """The lab's node names of Erlang node names (`<node>@<host>`)."""
+    return {name.split("@", 1)[0] for name in names}
+
+
+def _tar_of(files: dict[str, str]) -> bytes:
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w") as archive:
+        for name, text in sorted(files.items()):
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), 0o600
+            archive.addfile(info, io.BytesIO(data))
+    return out.getvalue()
