@@ -187,3 +187,40 @@ def test_a_cut_between_nodes_is_a_partition_in_rabbitmqs_own_view(
         return names["n1"] in _cluster_status(cluster, "n2")["partitions"].get(names["n2"], [])
 
     _wait("cluster_status on n2 lists the partition from n1", partitioned)
+
+
+def _pids_started(folder: Path) -> dict[str, int]:
+    """The nodes' and the port mapper's pids a run recorded (events.jsonl)."""
+    found: dict[str, int] = {}
+    events = folder / "events.jsonl"
+    lines = events.read_text(encoding="utf-8").splitlines() if events.is_file() else []
+    for line in lines:
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a torn last line
+        if event.get("kind") in ("node.start", "service.start"):
+            found[str(event.get("node") or event.get("service"))] = int(event["pid"])
+    return found
+
+
+@pytest.mark.long
+def test_a_killed_lab_leaves_no_erlang_vm_and_no_port_mapper(tmp_path: Path) -> None:
+    argv = [sys.executable, "-m", "lab", "run", "master-failure", "--target", "rabbitmq"]
+    argv += ["--seed", "1", "--runs-dir", str(tmp_path)]
+    lab = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    folder = tmp_path / "master-failure" / "latest"
+    try:
+        _wait(
+            "the run started its port mapper and three nodes",
+            lambda: len(_pids_started(folder)) == 4,
+        )
+    finally:
+        lab.kill()  # SIGKILL: no teardown of the lab's own
+        lab.wait()
+    pids = _pids_started(folder)
+    _wait(
+        f"every node and the port mapper gone: {pids}",
+        lambda: not any(map(process_alive, pids.values())),
+        60.0,
+    )

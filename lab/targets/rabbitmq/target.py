@@ -12,7 +12,9 @@ was checked).
 
 Nodes reach each other over Erlang distribution, found through a port mapper (epmd): on local
 processes the lab runs one for the run (`local_services`) and each node listens at its own
-address, so that as root a packet filter can cut a pair (lab.backends.process.peer_filter).
+address, so that as root a packet filter can cut a pair (lab.backends.process.peer_filter); in
+a container a node has its container's own port mapper and is named by its address on the
+run's network, and the Docker backend cuts a pair inside the nodes' network namespaces.
 """
 
 from __future__ import annotations
