@@ -113,6 +113,9 @@ class TargetTraits:
     # What clients put before a queue's name to address it (RabbitMQ's AMQP 1.0 plugin:
     # `/amq/queue/`, an existing queue); empty: the name is the address.
     queue_prefix: str = ""
+    # What consumers are given beside their usual options (RabbitMQ: drain over AMQP 0-9-1,
+    # `--drain-by-get USER:PASSWORD`, its link drain being unreliable on classic queues).
+    consumer_options: tuple[str, ...] = ()
 
     @property
     def chosen_version(self) -> str | None:

@@ -157,8 +157,14 @@ class _Run:
             if vip is None:
                 raise LabError("the workload uses the virtual address, and this cluster has none")
             urls, nodes = [vip], (VIRTUAL_NODE,)
+        traits = self.parts.target
         plans = worker_plans(
-            spec.workload, urls, nodes, self.clock.start_ns, self.parts.target.queue_prefix
+            spec.workload,
+            urls,
+            nodes,
+            self.clock.start_ns,
+            traits.queue_prefix,
+            traits.consumer_options,
         )
         log_dir = self.folder.path / "workers"
         log_dir.mkdir(exist_ok=True)

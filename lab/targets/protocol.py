@@ -374,4 +374,5 @@ def traits_of(target: Target) -> TargetTraits:
         version=version,
         default_version=default,
         queue_prefix=str(getattr(target, "queue_prefix", "")),
+        consumer_options=tuple(getattr(target, "consumer_options", ())),
     )
