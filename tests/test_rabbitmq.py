@@ -6,7 +6,9 @@
   and the same transfers are settled once one member is back.
 - A cut between two nodes (a packet filter between their own loopback addresses, as root)
   is a partition in RabbitMQ's own view: `rabbitmqctl cluster_status` lists it once the
-  nodes meet again (partition handling `ignore`, which leaves it listed).
+  nodes meet again (partition handling `ignore`, which leaves it listed). On that mirrored
+  queue the lab's consumer then drains what was sent over AMQP 0-9-1 (RabbitMQ 3.10's AMQP
+  1.0 link drain crashes a classic queue's channel) and says the queue is empty.
 Nothing of a run is left running: no Erlang VM, no port mapper.
 """
 
@@ -163,14 +165,16 @@ def _cluster_status(cluster: ProcessCluster, node: str) -> dict[str, Any]:
 
 
 def test_a_cut_between_nodes_is_a_partition_in_rabbitmqs_own_view(
-    cluster_of: Callable[..., ProcessCluster],
+    cluster_of: Callable[..., ProcessCluster], tmp_path: Path
 ) -> None:
     from lab.backends.process.peer_filter import peer_filter_refusal
 
     refusal = peer_filter_refusal()
     if refusal is not None:
         pytest.skip(f"node links between local RabbitMQ nodes: {refusal}")
-    cluster = cluster_of(**{"partition-handling": "ignore", "net-ticktime": "2"})
+    cluster = cluster_of(
+        **{"queue-type": "mirrored", "partition-handling": "ignore", "net-ticktime": "2"}
+    )
     assert cluster.plan is not None and cluster.peer_filter is not None
     names = {n: f"{n}@{cluster.plan.node(n).replication_host}" for n in cluster.node_names}
     assert _cluster_status(cluster, "n2")["partitions"] == {}
@@ -187,6 +191,48 @@ def test_a_cut_between_nodes_is_a_partition_in_rabbitmqs_own_view(
         return names["n1"] in _cluster_status(cluster, "n2")["partitions"].get(names["n2"], [])
 
     _wait("cluster_status on n2 lists the partition from n1", partitioned)
+    _sent_then_drained_by_get(cluster, tmp_path)
+
+
+def _sent_then_drained_by_get(cluster: ProcessCluster, tmp_path: Path) -> None:
+    """Five sends acknowledged on n2, then a consumer drains them over AMQP 0-9-1."""
+    url = cluster.client_urls()[1]
+    with (tmp_path / "p1.log").open("w") as log:
+        producer = _Producer(url, 5, log)
+        try:
+            _wait("5 messages acknowledged", lambda: len(producer.of("ok")) == 5)
+        finally:
+            producer.stop()
+    target = cluster.target
+    assert isinstance(target, RabbitMQTarget)
+    argv = [
+        sys.executable, "-m", "clients.consumer", "--process", "c1", "--urls", url,
+        "--nodes", "n2", "--queue", f"/amq/queue/{QUEUE}", "--run-start-ns",
+        str(time.monotonic_ns()), "--drain-timeout", "60", *target.consumer_options,
+    ]  # fmt: skip
+    log_path = tmp_path / "c1.log"
+    with log_path.open("w") as log:
+        consumer = subprocess.Popen(
+            argv, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True
+        )
+    assert consumer.stdin is not None and consumer.stdout is not None
+    consumer.stdin.write("drain\n")
+    consumer.stdin.flush()  # kept open until it ends: an end of file would end it at once
+    out: list[str] = []
+    stdout = consumer.stdout
+    reader = threading.Thread(target=lambda: out.extend(stdout.read().splitlines()))
+    reader.start()
+    reader.join(DEADLINE_S)
+    if reader.is_alive():
+        consumer.kill()
+        reader.join()
+    consumer.wait()
+    consumer.stdin.close()
+    err = log_path.read_text()
+    ops = [json.loads(line) for line in out]
+    got = {o["value"] for o in ops if o["f"] == "receive" and o["type"] == "ok"}
+    assert got == producer.of("ok"), err
+    assert [o["type"] for o in ops if o["f"] == "drain"] == ["invoke", "ok"], err
 
 
 def _pids_started(folder: Path) -> dict[str, int]:

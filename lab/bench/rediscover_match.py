@@ -112,7 +112,8 @@ def match_run(folder: Path) -> Match:
         began = min(t for t, _ in cuts)
         during = [a for a in acks if a >= began]
         if during:
-            at, node, code = healing[0]
+            # the healing that discarded a side, before the partition merely found
+            at, node, code = min(healing, key=lambda h: (HEALING[::-1].index(h[2]), h[0]))
             return Match(
                 "partition-discarded",
                 f"{len(during)} lost message(s) acknowledged after a partition began at "
