@@ -1,19 +1,24 @@
-"""Draining a queue over AMQP 0-9-1 with `basic.get`, for a broker whose AMQP 1.0 link drain
-cannot be relied on (RabbitMQ 3.10: a drain that ends with credit left crashes the channel of a
-classic queue, so it is never confirmed). pika, imported here only.
+"""Draining a queue over AMQP 0-9-1, for a broker whose AMQP 1.0 link drain cannot be relied
+on (RabbitMQ 3.10: a drain that ends with credit left crashes the channel of a classic queue,
+so it is never confirmed). pika, imported here only.
 
-Each message got is recorded as `receive ok` (its AMQP message id; `redelivered` as the broker
-says) before it is acknowledged; a `get-empty` confirms the queue empty: `drain ok`. A lost
-connection moves on to the next address of the failover list (what was got and not yet
-acknowledged is redelivered, and recorded again: a duplicate, never a loss); not confirmed
-within the deadline: `drain info` with the reason.
+The queue is consumed (`basic.consume`, PREFETCH messages in flight); each message is recorded
+as `receive ok` (its AMQP message id; `redelivered` as the broker says) before it is
+acknowledged. Once nothing has come for QUIET_S, a `basic.get` asks the broker: a message is
+recorded like the others; `get-empty` confirms the queue empty, and the consumer is cancelled:
+`drain ok` when nothing was left in flight to it (else it consumes on). A lost connection moves
+on to the next address of the failover list (what was delivered and not yet acknowledged is
+redelivered, and recorded again: a duplicate, never a loss); not confirmed within the
+deadline: `drain info` with the reason.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 from collections.abc import Callable
+from typing import Any
 from urllib.parse import urlsplit
 
 from clients.op_writer import OpWriter
@@ -22,6 +27,8 @@ from clients.options import Address
 __all__ = ["drain_by_get", "queue_name"]
 
 RETRY_S = 0.5
+PREFETCH = 500
+QUIET_S = 0.5
 
 
 def queue_name(address: str) -> str:
@@ -29,7 +36,7 @@ def queue_name(address: str) -> str:
     return address.rstrip("/").rpartition("/")[2] or address
 
 
-def _connection(url: str, user: str, password: str, timeout_s: float):  # type: ignore[no-untyped-def]
+def _connection(url: str, user: str, password: str, timeout_s: float) -> Any:
     import pika
 
     parts = urlsplit(url)
@@ -45,6 +52,46 @@ def _connection(url: str, user: str, password: str, timeout_s: float):  # type: 
     return pika.BlockingConnection(params)
 
 
+def _record(writer: OpWriter, node: str | None, method: Any, properties: Any) -> None:
+    value = getattr(properties, "message_id", None)
+    writer.write(
+        "ok",
+        "receive",
+        value.decode("utf-8", "replace") if isinstance(value, bytes) else value,
+        node=node,
+        redelivered=bool(getattr(method, "redelivered", False)),
+    )
+
+
+def _emptied(
+    channel: Any,
+    name: str,
+    deadline: float,
+    clock: Callable[[], float],
+    record: Callable[[Any, Any], None],
+) -> bool:
+    """Consume until a get finds the queue empty with nothing in flight (True), or the
+    deadline (False); every message recorded, then acknowledged."""
+    while clock() < deadline:
+        for method, properties, _body in channel.consume(name, inactivity_timeout=QUIET_S):
+            if method is not None:
+                record(method, properties)
+                channel.basic_ack(method.delivery_tag)
+                continue
+            if clock() >= deadline:
+                break
+            got, got_properties, _ = channel.basic_get(name, auto_ack=False)
+            if got is not None:
+                record(got, got_properties)
+                channel.basic_ack(got.delivery_tag)
+                continue
+            if channel.cancel() == 0:  # nothing was in flight to the consumer
+                return True
+            break  # what was in flight went back to the queue: consume again
+    channel.cancel()
+    return False
+
+
 def drain_by_get(
     addresses: tuple[Address, ...],
     queue: str,
@@ -55,8 +102,8 @@ def drain_by_get(
     log: Callable[[str], None],
     clock: Callable[[], float] = time.monotonic,
 ) -> None:
-    """Get every message of `queue` until it is empty (module note); the drain's `invoke`
-    has been written by the caller."""
+    """Drain `queue` over AMQP 0-9-1 (module note); the drain's `invoke` has been written by
+    the caller."""
     import pika.exceptions
 
     deadline = clock() + timeout_s
@@ -76,23 +123,14 @@ def drain_by_get(
             continue
         try:
             channel = connection.channel()
-            while clock() < deadline:
-                method, properties, _body = channel.basic_get(name, auto_ack=False)
-                if method is None:
-                    writer.write("ok", "drain", None, node=node)
-                    return
-                value = properties.message_id
-                writer.write(
-                    "ok",
-                    "receive",
-                    value.decode("utf-8", "replace") if isinstance(value, bytes) else value,
-                    node=node,
-                    redelivered=bool(method.redelivered),
-                )
-                channel.basic_ack(method.delivery_tag)
+            channel.basic_qos(prefetch_count=PREFETCH)
+            record = functools.partial(_record, writer, node)
+            if _emptied(channel, name, deadline, clock, record):
+                writer.write("ok", "drain", None, node=node)
+                return
         except (pika.exceptions.AMQPError, OSError) as exc:
             last_error = f"{address.node}: {exc!r}"
-            log(f"drain by get: lost {address.node}: {exc!r}")
+            log(f"drain over AMQP 0-9-1: lost {address.node}: {exc!r}")
             time.sleep(RETRY_S)
         finally:
             with contextlib.suppress(pika.exceptions.AMQPError, OSError):
