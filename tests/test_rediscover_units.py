@@ -24,6 +24,7 @@ def _args(**given: object) -> argparse.Namespace:
     base: dict[str, object] = dict(
         target="rabbitmq", setting=["queue-type=mirrored"], generators=None, trials=None,
         budget=None, control=False, seed=None, shrink_budget=None, page=None,
+        control_setting=None,
     )  # fmt: skip
     return argparse.Namespace(**{**base, **given})
 
@@ -36,6 +37,17 @@ def test_the_request_takes_the_targets_settings_and_defaults() -> None:
         3,
         ("random", "coverage"),
     )
+
+
+def test_a_control_setting_changes_the_campaigns_settings_for_the_control() -> None:
+    request = rediscover_request(
+        _args(setting=["queue-type=mirrored", "partition-handling=autoheal"],
+              control_setting=["queue-type=quorum"])
+    )  # fmt: skip
+    assert request.control
+    assert request.control_given == (("partition-handling", "autoheal"), ("queue-type", "quorum"))
+    assert request.control_name == "partition-handling=autoheal queue-type=quorum"
+    assert rediscover_request(_args(control=True)).control_name == "rabbitmq's defaults"
 
 
 @pytest.mark.parametrize(

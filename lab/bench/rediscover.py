@@ -7,12 +7,14 @@ database, and is ended at its first run that lost acknowledged messages. Nothing
 the published loss scenarios: the campaign draws from the same generators the nightly uses.
 The first such run is then shrunk (`lab shrink`), and matched against the published loss
 scenarios afterwards, from its own evidence (lab.bench.rediscover_match). `--control` runs the
-same campaigns with the target's own defaults (RabbitMQ: quorum queues), where nothing
-acknowledged should be lost. The campaigns' folders stay in `campaigns/rediscover-<UTC>/`.
+same campaigns with the target's own defaults (RabbitMQ: quorum queues), or with the settings
+`--control-setting` changes, where nothing acknowledged should be lost. The campaigns'
+folders stay in `campaigns/rediscover-<UTC>/`.
 
     lab bench rediscover --target rabbitmq --setting queue-type=mirrored
         [--setting partition-handling=autoheal] [--budget 10m] [--trials 3]
-        [--generators random,coverage] [--control] [--seed S] [--shrink-budget 5m] [--page F]
+        [--generators random,coverage] [--control | --control-setting queue-type=quorum]
+        [--seed S] [--shrink-budget 5m] [--page F]
 
 The figure, last: found k/N and the median minutes to the first acknowledged loss for each
 generator, and the control's, e.g.
@@ -60,10 +62,24 @@ class RediscoverRequest:
     seed: int = DEFAULT_SEED
     shrink_budget_s: float = 300.0
     page: Path | None = None
+    # The control's settings: the campaigns' own with these changed (none: the target's
+    # defaults, every setting left out).
+    control_settings: tuple[tuple[str, str], ...] | None = None
 
     @property
     def given(self) -> str:
         return " ".join(f"{k}={v}" for k, v in self.settings) or "its defaults"
+
+    @property
+    def control_given(self) -> tuple[tuple[str, str], ...]:
+        if self.control_settings is None:
+            return ()
+        return tuple(sorted({**dict(self.settings), **dict(self.control_settings)}.items()))
+
+    @property
+    def control_name(self) -> str:
+        given = " ".join(f"{k}={v}" for k, v in self.control_given)
+        return given or f"{self.target}'s defaults"
 
 
 @dataclass(frozen=True)
@@ -91,6 +107,7 @@ def rediscover_request(args: argparse.Namespace) -> RediscoverRequest:
             f"(known: {', '.join(t for t in TARGETS if t != 'broker_ref')})"
         )
     settings = parse_target_settings(args.setting)
+    control = parse_target_settings(args.control_setting) if args.control_setting else None
     names = tuple(p.strip() for p in (args.generators or "random,coverage").split(",") if p)
     for name in names:
         if name not in GENERATORS:
@@ -105,10 +122,11 @@ def rediscover_request(args: argparse.Namespace) -> RediscoverRequest:
         budget_s=parse_budget(args.budget or "10m"),
         trials=trials,
         generators=names,
-        control=bool(args.control),
+        control=bool(args.control) or control is not None,
         seed=DEFAULT_SEED if args.seed is None else args.seed,
         shrink_budget_s=0.0 if shrink == "0" else parse_budget(shrink),
         page=args.page,
+        control_settings=None if control is None else tuple(sorted(control.items())),
     )
 
 
@@ -137,7 +155,7 @@ def _campaign(
 ) -> tuple[dt.datetime, list[dict[str, object]]]:
     """One campaign, ended (SIGINT, as a user's Ctrl-C) at its first run that lost
     acknowledged messages; when it began, and its fresh runs' records."""
-    settings = () if control else request.settings
+    settings = request.control_given if control else request.settings
     argv = [
         sys.executable, "-m", "lab", "campaign", "--budget", f"{int(request.budget_s)}s",
         "--scenarios", "random", "--targets", request.target, "--guide", generator,
@@ -216,7 +234,7 @@ def headline(request: RediscoverRequest, trials: list[Trial]) -> str:
     if request.control:
         control = ", ".join(_summary(trials, g, True) for g in request.generators)
         minutes = request.budget_s / 60
-        line += f"; control ({request.target}'s defaults) {control} lost within {minutes:g} min"
+        line += f"; control ({request.control_name}) {control} lost within {minutes:g} min"
     return line
 
 

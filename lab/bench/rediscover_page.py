@@ -24,7 +24,10 @@ def _command(request: RediscoverRequest) -> str:
     parts += [f"--setting {k}={v}" for k, v in request.settings]
     parts += [f"--budget {request.budget_s / 60:g}m", f"--trials {request.trials}"]
     parts += [f"--generators {','.join(request.generators)}"]
-    parts += ["--control"] if request.control else []
+    if request.control_settings is not None:
+        parts += [f"--control-setting {k}={v}" for k, v in request.control_settings]
+    elif request.control:
+        parts += ["--control"]
     parts += [f"--seed {request.seed}", f"--shrink-budget {request.shrink_budget_s / 60:g}m"]
     return " ".join(parts)
 

@@ -62,6 +62,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Comman
         help="lab bench rediscover: a setting of the target's own for its campaigns "
         "(repeatable; rabbitmq: queue-type=mirrored)",
     )
+    bench.add_argument(
+        "--control-setting",
+        action="append",
+        metavar="KEY=VALUE",
+        help="lab bench rediscover: run the control too, with this setting changed "
+        "(repeatable; rabbitmq: queue-type=quorum)",
+    )
 
     allure = sub.add_parser("allure", help="an Allure HTML report from pytest's --alluredir")
     allure.add_argument("results_dir", type=Path)
@@ -123,7 +130,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         return _detection(args)
     if bench.name == "rediscover":
         return _rediscover(args)
-    if args.setting:
+    if args.setting or args.control_setting:
         raise UsageError("--setting is an option of `lab bench rediscover` only")
     from lab.bench.detection_request import OPTIONS
 
