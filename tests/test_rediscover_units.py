@@ -106,6 +106,19 @@ def test_a_loss_during_a_partition_that_was_healed_is_a_discarded_side(tmp_path:
     assert "RMQ-1004 on n1" in match.evidence
 
 
+def test_a_healing_before_the_partition_explains_nothing_of_it(tmp_path: Path) -> None:
+    events = [
+        _event("node.start", 0.1, "n2"),
+        _event("node.role", 1.0, "n2", role="MASTER"),
+        _event("broker.log", 5.0, "n2", code="RMQ-1003", text="Cluster minority"),
+        _event("node.role", 5.0, "n2", role="WAITING"),
+        _event("fault.start", 8.0, None, fault="isolate", target="n1"),
+    ]
+    match = match_run(_run(tmp_path, events, {"p1-70": 10.0}))
+    assert match.scenario == "other"
+    assert "while no node was master" in match.evidence
+
+
 def test_a_loss_nothing_explains_is_other(tmp_path: Path) -> None:
     events = [_event("node.start", 0.1, "n1"), _event("broker.log", 2.0, "n1", code="MST-1006")]
     assert match_run(_run(tmp_path, events, {"p1-1": 5.0})).scenario == "other"

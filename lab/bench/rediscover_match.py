@@ -17,8 +17,9 @@ The published ways RabbitMQ's classic mirrored queues lose acknowledged messages
 A run matches the first when a node promoted to master (its MST-1006 line) last started after a
 lost message was acknowledged and before its promotion; the second when a node restarted to
 heal a partition (RMQ-1004: autoheal chose it to restart; RMQ-1003: pause_minority paused it)
-or a partition was found (RMQ-1002), and a lost message was acknowledged while the partition
-lasted. Anything else is `other`.
+or a partition was found (RMQ-1002) after it began, and a lost message was acknowledged between
+the partition's start and that line. Anything else is `other`, saying when the first lost
+message was acknowledged while no node was master.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ PUBLISHED = {
     "other": "no published scenario",
 }
 HEALING = ("RMQ-1002", "RMQ-1003", "RMQ-1004")
+SLACK_S = 5.0  # a healing logged a little after the last message its side acknowledged
 
 
 @dataclass(frozen=True)
@@ -104,19 +106,45 @@ def match_run(folder: Path) -> Match:
         if e.get("kind") == "broker.log" and e.get("code") in HEALING
     ]
     cuts = [
-        (int(e["time"]) / NS, str(e.get("target")))
+        int(e["time"]) / NS
         for e in events
         if e.get("kind") == "fault.start" and e.get("fault") in ("partition", "isolate")
     ]
-    if healing and cuts:
-        began = min(t for t, _ in cuts)
-        during = [a for a in acks if a >= began]
+    for began in cuts:
+        after = [h for h in healing if h[0] >= began]
+        if not after:
+            continue
+        # the healing that discarded a side, before the partition merely found
+        at, node, code = min(after, key=lambda h: (HEALING[::-1].index(h[2]), h[0]))
+        during = [a for a in acks if began <= a <= at + SLACK_S]
         if during:
-            # the healing that discarded a side, before the partition merely found
-            at, node, code = min(healing, key=lambda h: (HEALING[::-1].index(h[2]), h[0]))
             return Match(
                 "partition-discarded",
-                f"{len(during)} lost message(s) acknowledged after a partition began at "
-                f"{began:.1f} s; {code} on {node} at {at:.1f} s",
+                f"{len(during)} lost message(s) acknowledged between a partition's start "
+                f"({began:.1f} s) and {code} on {node} at {at:.1f} s",
             )
+    if _master_at(events, first_lost) is None:
+        return Match(
+            "other",
+            f"{len(acks)} lost, acknowledged from {first_lost:.1f} s while no node was master "
+            "(as the nodes' own lines and the lab's kills and stops say)",
+        )
     return Match("other", f"{len(acks)} lost; no promotion or healing that explains them")
+
+
+def _master_at(events: list[dict[str, Any]], at_s: float) -> str | None:
+    """The node MASTER at `at_s` by its last role line (a killed, stopped or restarted node is
+    no master), or None."""
+    master: str | None = None
+    for event in sorted(events, key=lambda e: int(e.get("time", 0))):
+        if int(event.get("time", 0)) / NS > at_s:
+            break
+        node, kind = event.get("node"), event.get("kind")
+        if kind == "node.role" and event.get("role") == "MASTER":
+            master = str(node)
+        elif node == master and (
+            kind in ("node.kill", "node.stop", "node.exit", "node.start")
+            or (kind == "node.role" and event.get("role") != "MASTER")
+        ):
+            master = None
+    return master
