@@ -241,6 +241,7 @@ class ProcessCluster(ManagedCluster[NodeProcess]):
                     stdin=subprocess.DEVNULL,
                     stdout=log,
                     stderr=subprocess.STDOUT,
+                    cwd=self.work_dir,  # how `lab down` knows it as the cluster's
                     **popen_options(self.detached),
                 )
             self.services[name] = proc
