@@ -3,7 +3,7 @@ message as `receive ok` (docs/run-folder.md, history.jsonl) before accepting it.
 
     python -m clients.consumer --process c1 --urls amqp://127.0.0.1:P1,amqp://127.0.0.1:P2
         --nodes n1,n2 --queue lab --run-start-ns N [--prefetch CREDIT] [--drain-timeout S]
-        [--drain-stall S] [--heartbeat S]
+        [--drain-stall S] [--heartbeat S] [--drain-by-get USER:PASSWORD]
 
 Credit is --prefetch, topped up when half is used. `redelivered` is true when the message's
 delivery-count is above 0. After a reconnect consumption goes on.
@@ -18,6 +18,11 @@ A round the broker leaves open (no message and no answer to the drain for --drai
 seconds, while it still holds credit) is recorded as `drain info` with what was left, and
 the consumer gives up that link, opens a new one and drains again (a new `drain invoke`):
 a consumer's last drain is the one the checker counts, within the same --drain-timeout.
+
+With --drain-by-get (a broker whose link drain cannot be relied on: RabbitMQ 3.10's AMQP 1.0
+plugin on a classic queue), `drain` closes the AMQP 1.0 link and drains the queue over AMQP
+0-9-1 instead, `basic.get` after `basic.get` until the broker says it is empty
+(clients/get_drain.py), with the same history.
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ class ConsumerConfig:
     prefetch: int
     drain_timeout_s: float
     drain_stall_s: float = 8.0
+    drain_by_get: tuple[str, str] | None = None  # (user, password): drain over AMQP 0-9-1
 
 
 def parse_args(argv: Sequence[str] | None = None) -> ConsumerConfig:
@@ -64,7 +70,18 @@ def parse_args(argv: Sequence[str] | None = None) -> ConsumerConfig:
         default=8.0,
         help="seconds a drain round may go unanswered before the link is renewed (0: never)",
     )
+    parser.add_argument(
+        "--drain-by-get",
+        metavar="USER:PASSWORD",
+        help="drain over AMQP 0-9-1 (basic.get until empty) as this user, not by link drain",
+    )
     args = parser.parse_args(argv)
+    by_get = None
+    if args.drain_by_get is not None:
+        user, sep, password = args.drain_by_get.partition(":")
+        if not sep or not user:
+            parser.error("--drain-by-get takes USER:PASSWORD")
+        by_get = (user, password)
     if args.prefetch < 1:
         parser.error("--prefetch must be at least 1")
     if args.drain_timeout < 0:
@@ -76,6 +93,7 @@ def parse_args(argv: Sequence[str] | None = None) -> ConsumerConfig:
         prefetch=args.prefetch,
         drain_timeout_s=args.drain_timeout,
         drain_stall_s=args.drain_stall,
+        drain_by_get=by_get,
     )
 
 
@@ -117,6 +135,7 @@ class Consumer:
         self._round_credit = 0  # the credit the open round asked for
         self._last_answer = 0.0  # when the open round last got a message or a flow
         self._watching = False  # a stall check is scheduled
+        self.drain_by_get_at: float | None = None  # when `drain` asked for a 0-9-1 drain
 
     def start(self) -> None:
         self._failover.start()
@@ -185,6 +204,10 @@ class Consumer:
             return
         self._draining = True
         self._writer.write("invoke", "drain", None, node=self._node)
+        if self._config.drain_by_get is not None:  # after the link is closed (main)
+            self.drain_by_get_at = self._clock()
+            self._finish()
+            return
         call_later(self._container, self._config.drain_timeout_s, self._drain_expired)
         if self._link is not None:
             self._drain_round()
@@ -261,7 +284,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     writer = OpWriter(process, config.connection.run_start_ns, sys.stdout)
     container = Container()
     log = stderr_log(process, writer.log_failed)
-    return run_worker(container, Consumer(config, writer, container, log))
+    consumer = Consumer(config, writer, container, log)
+    status = run_worker(container, consumer)
+    if status == 0 and config.drain_by_get is not None and consumer.drain_by_get_at is not None:
+        from clients.get_drain import drain_by_get
+
+        left = config.drain_timeout_s - (time.monotonic() - consumer.drain_by_get_at)
+        user, password = config.drain_by_get
+        addresses, queue = config.connection.addresses, config.connection.queue
+        drain_by_get(addresses, queue, user, password, max(1.0, left), writer, log)
+    return status
 
 
 if __name__ == "__main__":

@@ -195,7 +195,7 @@ def random_schedule(
     """The replicated group's schedule (the module's rule, replicated group)."""
     outs = available(spec, GROUP_OUT)
     lights = available(spec, GROUP_LIGHT)
-    first = (*outs, GROUP_OPERATOR, *lights)
+    first = (*outs, *available(spec, (GROUP_OPERATOR,)), *lights)
     extra_lights = tuple(k for k in lights if k.name != "full_gc")
     return _rounds(spec, rng, first, (outs, extra_lights), ((1.0, 2.5), (1.0, 2.5)), weigh)
 

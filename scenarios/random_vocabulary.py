@@ -84,6 +84,7 @@ class Kind:
         "cut_peer_links",
         "one_way",
         "jvm",
+        "transfer_master",
         "hosts",
         "hosts_jvm",
         "manager",
@@ -268,7 +269,7 @@ GROUP_OUT: tuple[Kind, ...] = (
     Kind("clock_drift", 1, _clock("clock_drift"), "hosts_jvm"),
     Kind("clock_strobe", 1, _clock("clock_strobe"), "hosts_jvm"),
 )
-GROUP_OPERATOR = Kind("transfer_master", 1, _transfer)
+GROUP_OPERATOR = Kind("transfer_master", 1, _transfer, "transfer_master")
 GROUP_LIGHT: tuple[Kind, ...] = (
     Kind("node latency", 1, _node_latency(below_election_timeout_ms), "proxied_peer_links"),
     Kind("client latency", 1, _client("latency")),
@@ -304,6 +305,10 @@ def available(spec: RunSpec, kinds: tuple[Kind, ...]) -> tuple[Kind, ...]:
     whose brokers activate themselves has no cluster manager to stop or freeze (nor a
     virtual address: the clients' links are each broker's).
 
+    RabbitMQ's nodes (Erlang VMs) dial each other where their port mapper says: no proxy, no
+    garbage collector to run; its node links are cut by packet filters on every backend (on
+    local processes as root, each node at its own loopback address), so partitions are drawn.
+
     On hosts (--backend ssh) every node link goes straight between the machines: cuts,
     partitions and one-way partitions are packet filters, no toxic reaches a node link; netem
     is drawn (its loss and duplication: what every host can make, by netem or by packet
@@ -311,14 +316,17 @@ def available(spec: RunSpec, kinds: tuple[Kind, ...]) -> tuple[Kind, ...]:
     way Debian 12's libfaketime (0.9.10) runs a JVM, and a Python node's timed waits hang
     under it whichever way (lab.backends.ssh.facts).
     """
-    jvm = spec.target != "broker_ref"
+    own_links = spec.target != "broker_ref"  # nodes that dial their peers themselves
+    erlang = spec.target == "rabbitmq"
+    jvm = own_links and not erlang
     hosts = spec.backend == "ssh"  # node links straight between machines, cut by filters
     have = {
         "": True,
-        "proxied_peer_links": not jvm and not hosts,
-        "cut_peer_links": not jvm or spec.backend == "docker" or hosts,
-        "one_way": not jvm or hosts,
+        "proxied_peer_links": not own_links and not hosts,
+        "cut_peer_links": not own_links or spec.backend == "docker" or hosts or erlang,
+        "one_way": not own_links or hosts,
         "jvm": jvm,
+        "transfer_master": not erlang,  # RabbitMQ has no command that moves a leader at will
         "hosts": hosts,
         "hosts_jvm": hosts and jvm,
         "manager": not spec.group.active_passive.self_activated,

@@ -318,3 +318,19 @@ def test_a_drain_that_is_answered_is_never_renewed_and_0_turns_the_watch_off(
             receive(watched.consumer, link, f"p1-{i}")
         watched.consumer._stall_check()
     assert watched.renewed == []
+
+
+def test_a_drain_by_get_closes_the_link_and_leaves_the_drain_to_amqp_0_9_1() -> None:
+    watched = Watched(["--drain-by-get", "admin:secret"])
+    consumer, out = watched.consumer, watched.out
+    closed: list[object] = []
+    consumer._failover = SimpleNamespace(close=closed.append)  # type: ignore[assignment]
+    consumer.on_command("drain")
+    assert [(o["type"], o["f"]) for o in ops(out)] == [("invoke", "drain")]
+    assert consumer.drain_by_get_at == watched.now and len(closed) == 1
+
+
+def test_a_drain_by_get_needs_a_user_and_password() -> None:
+    with pytest.raises(SystemExit) as exited:
+        consumer_mod.parse_args([*BASE[:1], "c1", *BASE[2:], "--drain-by-get", "admin"])
+    assert exited.value.code == 2

@@ -116,7 +116,7 @@ def test_the_cells_cover_every_mode_backend_target_and_durability() -> None:
     """The property above draws from all of them (a lost cell would go untested)."""
     assert {mode for _, mode, _ in CELLS} == set(MODES)
     assert {backend for _, _, backend in CELLS} == {"process", "docker", "ssh"}
-    assert set(TRAITS) == {"broker_ref", "qpid-broker-j", "artemis"}
+    assert set(TRAITS) == {"broker_ref", "qpid-broker-j", "artemis", "rabbitmq"}
     assert len(DURABILITIES) == 3 * 3 * 3 * 2 - 3 * 3  # SYNC on the master needs no coalescing
     assert len({d.triplet for d in DURABILITIES}) == 27
     assert {name for name, _, _ in CELLS} == set(RUNNABLE)

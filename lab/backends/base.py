@@ -24,6 +24,7 @@ from lab.ground.nodes import ClusterPlan, NodePlan, NodeStatus
 from lab.ground.ports import HOST, free_ports, release_ports
 from lab.ground.spec import Durability, GroupSettings, Topology
 from lab.ground.topology import split_node_link
+from lab.targets.forming import wait_formed, wait_founded
 from lab.targets.management import (
     ManagementClient,
     ManagementRefused,
@@ -160,7 +161,8 @@ class ClusterBase(Generic[N]):
         group's founder first and alone when the target's group grows from its first node
         (then the others start once it is master: the group of one is ready). A handle is in
         `nodes` before it starts, so `stop` reaches a node whose start failed half-way; a
-        spare's handle is there from the start, not started."""
+        spare's handle is there from the start, not started (lab.targets.forming: a target
+        that forms its group itself says when its founder is ready, and forms it last)."""
         assert self.plan is not None
         plans = []
         for plan in self.plan.nodes:
@@ -172,10 +174,18 @@ class ClusterBase(Generic[N]):
             founder = plans.pop(0)
             self.nodes[founder.name] = make(founder)
             self.nodes[founder.name].start()
-            self.wait_ready()
+            wait_founded(self.target, self.plan, self._ended, self.wait_ready)
         for plan in plans:
             self.nodes[plan.name] = make(plan)
             self.nodes[plan.name].start()
+        wait_formed(self.target, self.plan, self._ended)
+
+    def _ended(self) -> str | None:
+        """How a node of the group ended, when one has (None while all run)."""
+        for name, node in self.nodes.items():
+            if name not in self.outside() and not node.running and not node.paused:
+                return f"node {name} {node.exit_detail()}"
+        return None
 
     def wait_ready(self, timeout_s: float | None = None) -> str:
         """Wait until every node answers, exactly one is MASTER and every other is REPLICA

@@ -15,6 +15,7 @@ from lab.bench import (
     failover,
     interrupt,
     node_memory,
+    rediscover,
     report,
     shrink,
     soak,
@@ -44,6 +45,7 @@ BENCHMARKS: Mapping[str, Benchmark] = {
         soak.BENCHMARK,
         node_memory.BENCHMARK,
         detection.BENCHMARK,
+        rediscover.BENCHMARK,
     )
 }
 

@@ -40,7 +40,8 @@ def _parts(scenario: str, backend: str, target: str, mode: str) -> RunParts:
 def seed_spec(cell: Cell, seed: int) -> RunSpec:
     """The spec `lab run SCENARIO --seed SEED` makes for the cell."""
     parts = _parts(cell.scenario, cell.backend, cell.target, cell.mode)
-    return parts.scenario.spec(seed, backend=cell.backend, target=parts.target)
+    spec = parts.scenario.spec(seed, backend=cell.backend, target=parts.target)
+    return spec.with_target_settings(dict(cell.settings))
 
 
 def directed_spec(cell: Cell, seed: int, weigh: Weigh) -> RunSpec:

@@ -83,9 +83,12 @@ class Cell:
     target: str  # NAME or NAME@VERSION (lab.targets.catalog)
     backend: str
     mode: str
+    # The target's own settings every run of the cell is given (`--target-setting`).
+    settings: tuple[tuple[str, str], ...] = ()
 
     def __str__(self) -> str:
-        return f"{self.scenario} · {self.target} · {self.backend} · {self.mode}"
+        given = "".join(f" {k}={v}" for k, v in self.settings)
+        return f"{self.scenario} · {self.target}{given} · {self.backend} · {self.mode}"
 
 
 @dataclass(frozen=True)
@@ -125,6 +128,7 @@ class CampaignRequest:
     hosts_file: Path | None = None  # the hosts backend's (--backends ssh)
     stop_at_broken: bool = False
     guide: str = "random"  # what makes each run of a draw (lab.campaign.guide)
+    settings: tuple[tuple[str, str], ...] = ()  # the targets' own (`--target-setting`)
 
     def __post_init__(self) -> None:
         if not self.scenarios or not self.targets or not self.backends:
@@ -158,12 +162,14 @@ class CampaignRequest:
                 for target in self.targets:
                     for backend in self.backends:
                         # no mode given: the scenario's own, or the one the target runs
-                        cell = Cell(scenario, target, backend, mode or own.mode)
+                        given = self.settings
+                        cell = Cell(scenario, target, backend, mode or own.mode, given)
                         try:
                             hosts = self.hosts_file if backend == "ssh" else None
                             parts = parts_for(scenario, backend, target, mode, hosts)
-                            cell = Cell(scenario, target, backend, parts.scenario.mode)
+                            cell = Cell(scenario, target, backend, parts.scenario.mode, given)
                             probe = parts.scenario.spec(0, backend=backend, target=parts.target)
+                            probe = probe.with_target_settings(dict(given))
                             refusal_check(probe, parts, Path(tempfile.gettempdir()) / "lab-probe")
                         except UsageError as exc:
                             skipped.append(f"{cell}: {exc}")

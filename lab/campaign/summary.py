@@ -51,6 +51,7 @@ def _request_json(request: CampaignRequest) -> dict[str, Any]:
         "shard": str(request.shard),
         "stop_at_broken": request.stop_at_broken,
         "guide": request.guide,
+        **({"target_settings": dict(request.settings)} if request.settings else {}),
     }
 
 

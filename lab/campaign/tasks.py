@@ -71,6 +71,7 @@ class Task:
         return [
             *("run", cell.scenario, "--seed", str(self.seed)),
             *("--backend", cell.backend, "--target", cell.target, "--mode", cell.mode),
+            *(f"--target-setting={k}={v}" for k, v in cell.settings),
             *("--runs-dir", runs),
             *self._hosts(),
         ]

@@ -52,6 +52,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Comman
         help="random (default: each draw's seed) or coverage (fresh draws and mutations "
         "steered to new behaviour)",
     )
+    campaign.add_argument(
+        "--target-setting",
+        action="append",
+        metavar="KEY=VALUE",
+        help="a setting of the targets' own, given to every run (repeatable; rabbitmq: "
+        "queue-type=mirrored …)",
+    )
     campaign.add_argument("--out", type=Path, help="the campaign folder (default campaigns/…)")
     campaign.add_argument(
         "--failures-dir",
@@ -115,7 +122,7 @@ def _cmd_shrink(args: argparse.Namespace) -> int:
 
 def _request(args: argparse.Namespace) -> CampaignRequest:
     from lab.campaign.plan import CampaignRequest, Shard, nightly_seed, parse_budget
-    from lab.ground.spec_words import parse_seed
+    from lab.ground.spec_words import parse_seed, parse_target_settings
 
     shard = Shard.parse(args.shard)
     if args.seed is not None:
@@ -136,6 +143,7 @@ def _request(args: argparse.Namespace) -> CampaignRequest:
         hosts_file=args.hosts,
         stop_at_broken=args.stop_at_first_broken,
         guide=args.guide,
+        settings=tuple(sorted(parse_target_settings(args.target_setting).items())),
     )
 
 

@@ -124,6 +124,16 @@ def _broker_j() -> Finding:
     return Finding(False, f"{VERSION} not fetched yet (fetched with Maven on first use)")
 
 
+def _rabbitmq() -> Finding:
+    from lab.targets.rabbitmq.install import SERVER, VERSION, installed_version
+
+    version = installed_version()
+    if version is None:
+        return Finding(False, "not installed (Debian's rabbitmq-server)")
+    note = "" if version == VERSION else f"; the lab's runs were made with {VERSION}"
+    return Finding(True, f"{version} ({SERVER}{note})")
+
+
 def _class_archive() -> Finding:
     if not REPORTS.installed:
         return Finding(False, "no reports packages to record it for")
@@ -197,6 +207,13 @@ PROBES: tuple[Probe, ...] = (
         _broker_j,
     ),
     Probe(
+        "RabbitMQ",
+        "--target rabbitmq (its nodes, their port mapper epmd, rabbitmqctl)",
+        "apt-get install -y --no-install-recommends rabbitmq-server (the lab does it on first "
+        "use as root on Debian)",
+        _rabbitmq,
+    ),
+    Probe(
         "Docker engine",
         "--backend docker, the docker scenario tests",
         "as root on Debian the lab installs docker.io and starts dockerd on first use of "
@@ -229,8 +246,8 @@ PROBES: tuple[Probe, ...] = (
     ),
     Probe(
         "root",
-        "disk-full on local processes (tmpfs disks), node-link cuts between local JVMs "
-        "(packet filters), installing Docker and Chromium",
+        "disk-full on local processes (tmpfs disks), node-link cuts between local JVMs and "
+        "RabbitMQ nodes (packet filters), installing Docker, Chromium and RabbitMQ",
         "run the lab as root (sudo)",
         _root,
     ),

@@ -52,7 +52,23 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Comman
     )
     from lab.bench.detection_request import add_detection_options
 
-    add_detection_options(bench.add_argument_group("detection (lab bench detection only)"))
+    add_detection_options(
+        bench.add_argument_group("detection and rediscover (lab bench detection, rediscover)")
+    )
+    bench.add_argument(
+        "--setting",
+        action="append",
+        metavar="KEY=VALUE",
+        help="lab bench rediscover: a setting of the target's own for its campaigns "
+        "(repeatable; rabbitmq: queue-type=mirrored)",
+    )
+    bench.add_argument(
+        "--control-setting",
+        action="append",
+        metavar="KEY=VALUE",
+        help="lab bench rediscover: run the control too, with this setting changed "
+        "(repeatable; rabbitmq: queue-type=quorum)",
+    )
 
     allure = sub.add_parser("allure", help="an Allure HTML report from pytest's --alluredir")
     allure.add_argument("results_dir", type=Path)
@@ -119,6 +135,10 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             require(extra, f"lab bench {bench.name}")
     if bench.name == "detection":
         return _detection(args)
+    if bench.name == "rediscover":
+        return _rediscover(args)
+    if args.setting or args.control_setting:
+        raise UsageError("--setting is an option of `lab bench rediscover` only")
     from lab.bench.detection_request import OPTIONS
 
     given = [name for name in OPTIONS if getattr(args, name) not in (None, False)]
@@ -169,6 +189,27 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         raise UsageError(f"benchmark {bench.name!r} runs on the process backend only")
     else:
         figure = bench.run_on(say, args.backend)
+    print(figure)
+    if args.record is not None:
+        from lab.bench.record import record
+        from lab.ground.machine import this_machine
+
+        record(args.record, _bench_command(args), figure, started, load, this_machine())
+    return 0
+
+
+def _rediscover(args: argparse.Namespace) -> int:
+    """`lab bench rediscover`: campaigns against a real broker's settings (flags checked first)."""
+    from lab.bench.rediscover import rediscover_request, run_rediscover
+
+    if args.backend != "process" or args.runs or args.minutes or args.mode != "replicated-group":
+        raise UsageError("lab bench rediscover runs `random` on local processes: no length")
+    for flag in ("bugs", "named", "list_zoo", "jobs"):
+        if getattr(args, flag):
+            raise UsageError(f"--{flag.replace('_', '-')} is an option of lab bench detection")
+    request = rediscover_request(args)
+    started, load = dt.datetime.now(dt.UTC), os.getloadavg()[0]
+    figure = run_rediscover(request, say)
     print(figure)
     if args.record is not None:
         from lab.bench.record import record

@@ -132,12 +132,16 @@ def _alive(pid: int) -> bool:
 
 
 def _ours(pid: int, work_dir: str, name: str) -> bool:
-    """Only signal a process whose command line shows it is the one we started."""
+    """Only signal a process whose command line (or, for a target's service beside the nodes,
+    its working folder) shows it is the one we started."""
     try:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        cwd = os.readlink(f"/proc/{pid}/cwd")
     except OSError:
         return False
-    return work_dir in cmdline or (name == "toxiproxy" and "toxiproxy-server" in cmdline)
+    if work_dir in cmdline or (name == "toxiproxy" and "toxiproxy-server" in cmdline):
+        return True
+    return Path(cwd) == Path(work_dir).resolve()
 
 
 def cluster_down(state_dir: Path, timeout_s: float = 5.0) -> list[str]:

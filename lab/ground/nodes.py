@@ -61,6 +61,9 @@ class ClusterPlan:
     settings: GroupSettings = field(default_factory=GroupSettings)
     spares: tuple[str, ...] = ()
     witnesses: tuple[NodePlan, ...] = ()
+    # Processes the lab runs beside the nodes for the run on local processes (RabbitMQ's port
+    # mapper), by name: the port each listens on (lab.targets.forming.RunsLocalServices).
+    services: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -145,6 +148,12 @@ class TargetTraits:
     settings: tuple[tuple[str, str], ...] = ()
     version: str | None = None
     default_version: str | None = None
+    # What clients put before a queue's name to address it (RabbitMQ's AMQP 1.0 plugin:
+    # `/amq/queue/`, an existing queue); empty: the name is the address.
+    queue_prefix: str = ""
+    # What consumers are given beside their usual options (RabbitMQ: drain over AMQP 0-9-1,
+    # `--drain-by-get USER:PASSWORD`, its link drain being unreliable on classic queues).
+    consumer_options: tuple[str, ...] = ()
 
     @property
     def chosen_version(self) -> str | None:

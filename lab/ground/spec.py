@@ -33,7 +33,7 @@ __all__ = [
 # The lab's own backends and targets. Targets are also added by installed packages (entry
 # points): the registry that knows them all is lab.targets.catalog.
 BACKENDS = ("process", "docker", "ssh")
-TARGETS = ("broker_ref", "qpid-broker-j", "artemis")
+TARGETS = ("broker_ref", "qpid-broker-j", "artemis", "rabbitmq")
 SPEC_VERSION = 1
 
 SyncPolicy = Literal["SYNC", "WRITE_NO_SYNC", "NO_SYNC"]

@@ -9,6 +9,8 @@ A declaration names its scenario (and, optionally, the backends, modes, target v
 (`versions = ["9.2.1"]`; a run at another version is not matched by it) and target settings
 (`settings = { activation = "quorum-voting" }`; defaults: the target's) it was seen with),
 what the documents predict, what was observed, the evidence and the command that shows it,
+what the target's own documentation says of the situation (`documented`: its document and
+section; RabbitMQ's guides predict losses the Qpid documents do not),
 how often suite sessions saw it (`seen`, lab.judge.seen_rates), and a matcher over the
 run's judgement, a small vocabulary:
 
@@ -156,6 +158,9 @@ class Deviation:
     seen: tuple[SeenRate, ...] = ()  # its rates in suite sessions, per backend
     settings: tuple[tuple[str, str], ...] = ()  # the target's settings it applies to
     versions: tuple[str, ...] = ()  # the target's versions it was seen on; empty: every one
+    # What the target's own documentation says of the situation, with its document and
+    # section: the target's prediction, beside the Qpid documents' (empty: none given).
+    documented: str = ""
 
     def applies_to(
         self,
@@ -252,6 +257,8 @@ class DeviationOutcome:
         if self.matched is not None:
             m = self.matched
             out.update(id=m.id, predicted=m.predicted, observed=m.observed, command=m.command)
+            if m.documented:
+                out["documented"] = m.documented
         if self.status == "not seen":
             out["warning"] = NOT_SEEN_WARNING if self.loud else NOT_SEEN_AS_BEFORE
         if self.before:
@@ -286,7 +293,7 @@ def assess(
 
 _TOP = {"target", "deviation"}
 _FIELDS = {"id", "scenario", "predicted", "observed", "evidence", "command"}
-_FIELDS |= {"backends", "modes", "seen", "settings", "versions"}
+_FIELDS |= {"backends", "modes", "seen", "settings", "versions", "documented"}
 _REQUIRED = ("id", "scenario", "predicted", "observed", "evidence", "command")
 _MATCH = {"verdicts", "violations", "allow", "check", "longest_gap_s"} | {
     "codes_seen",
@@ -352,6 +359,7 @@ def _deviation(raw: Any, where: str) -> Deviation:
         seen=parse_seen(raw.get("seen", []), where),
         settings=_settings(raw.get("settings", {}), f"{where}.settings"),
         versions=_strings(raw.get("versions", []), f"{where}.versions"),
+        documented=" ".join(str(raw.get("documented", "")).split()),
     )
 
 

@@ -158,7 +158,15 @@ class _Run:
             if vip is None:
                 raise LabError("the workload uses the virtual address, and this cluster has none")
             urls, nodes = [vip], (VIRTUAL_NODE,)
-        plans = worker_plans(spec.workload, urls, nodes, self.clock.start_ns)
+        traits = self.parts.target
+        plans = worker_plans(
+            spec.workload,
+            urls,
+            nodes,
+            self.clock.start_ns,
+            traits.queue_prefix,
+            traits.consumer_options,
+        )
         log_dir = self.folder.path / "workers"
         log_dir.mkdir(exist_ok=True)
         for plan in plans:

@@ -52,16 +52,23 @@ def _worker(module: str, process: str, role: str, *args: str) -> WorkerPlan:
 
 
 def worker_plans(
-    workload: Workload, urls: list[str], nodes: tuple[str, ...], run_start_ns: int
+    workload: Workload,
+    urls: list[str],
+    nodes: tuple[str, ...],
+    run_start_ns: int,
+    queue_prefix: str = "",
+    consumer_options: tuple[str, ...] = (),
 ) -> tuple[WorkerPlan, ...]:
     """Consumers, then producers. With `spread_producers`, producer p<i> tries node i first.
-    A side queue gets one producer and one consumer more, the last of each."""
+    A side queue gets one producer and one consumer more, the last of each. A queue's
+    address is its name after the target's `queue_prefix`; consumers get the target's
+    `consumer_options` too."""
 
     def connection(queue: str, first: int = 0) -> tuple[str, ...]:
         return (
             *_failover_list(urls, nodes, first),
             "--queue",
-            queue,
+            queue_prefix + queue,
             "--run-start-ns",
             str(run_start_ns),
             "--heartbeat",
@@ -72,7 +79,7 @@ def worker_plans(
 
     sending: tuple[str, ...] = ("--rate", str(workload.rate), "--size", str(workload.size))
     sending += ("--window", str(workload.window))
-    draining = ("--drain-timeout", str(workload.drain_timeout_s))
+    draining = ("--drain-timeout", str(workload.drain_timeout_s), *consumer_options)
     producers = [
         _worker(
             "clients.producer",

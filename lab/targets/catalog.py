@@ -49,6 +49,10 @@ def _built_in(name: str) -> TargetFactory:
         from lab.targets.artemis.target import ArtemisTarget
 
         return ArtemisTarget
+    if name == "rabbitmq":
+        from lab.targets.rabbitmq.target import RabbitMQTarget
+
+        return RabbitMQTarget
     raise UsageError(f"unknown target {name!r} (known: {', '.join(TARGETS)})")
 
 

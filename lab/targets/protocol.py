@@ -337,4 +337,6 @@ def traits_of(target: Target) -> TargetTraits:
         tuple(sorted(getattr(target, "setting_defaults", {}).items())),
         version=version,
         default_version=default,
+        queue_prefix=str(getattr(target, "queue_prefix", "")),
+        consumer_options=tuple(getattr(target, "consumer_options", ())),
     )

@@ -14,6 +14,8 @@
                      binary distribution (lab.targets.brokerj.distribution)
     lab-artemis      containers/artemis/Dockerfile on lab-jvm: Artemis's unpacked binary
                      distribution (lab.targets.artemis.distribution)
+    lab-rabbitmq     Debian minbase with Debian's rabbitmq-server (and its Erlang), made like
+                     lab-base; built only when RabbitMQ is asked for
 
 Each image is tagged by a content hash of its inputs (`lab-broker-ref:3f2a…`), so a
 second build with the same inputs reuses it; each is also tagged `:current`, the name
@@ -58,6 +60,7 @@ IMAGE_LABEL = "lab.image"
 CURRENT = "current"
 BASE_PACKAGES: tuple[str, ...] = ("python3", "python3-cffi-backend", "libssl3")
 JVM_PACKAGES: tuple[str, ...] = ("openjdk-17-jdk-headless",)
+RABBITMQ_PACKAGES: tuple[str, ...] = ("rabbitmq-server",)
 DEFAULT_TARGETS = ("broker_ref",)
 _RECIPE_VERSION = "1"  # bump when the way an image is made changes
 _ROOT = LAB_ROOT
@@ -112,6 +115,9 @@ def _plan(targets: Iterable[str]) -> tuple[list[tuple[ImageRef, tuple[str, ...]]
     if "artemis" in wanted:
         files = _artemis_files()
         layers.append(_Layer(_ref("artemis", "lab-artemis", files, jvm), files, jvm))
+    if "rabbitmq" in wanted:
+        rabbitmq = ImageRef("rabbitmq", "lab-rabbitmq", _digest(_base_inputs(RABBITMQ_PACKAGES)))
+        roots.append((rabbitmq, RABBITMQ_PACKAGES))
     return roots, layers
 
 

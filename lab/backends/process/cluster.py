@@ -25,6 +25,7 @@ from lab.ground.ports import HOST, require_free
 from lab.ground.spec import Durability, GroupSettings, Topology
 from lab.ground.topology import Link, client_link, links_for, split_node_link
 from lab.manager.observer import NodeStates
+from lab.targets.forming import RunsLocalServices
 from lab.targets.protocol import (
     DialsPeersByName,
     JvmTarget,
@@ -82,6 +83,9 @@ class ProcessCluster(ManagedCluster[NodeProcess]):
         self.proxies: dict[str, ProxyInfo] = {}
         self.nodes: dict[str, NodeProcess] = {}
         self.witnesses: dict[str, NodeProcess] = {}
+        # Processes beside the nodes for the run (RabbitMQ's port mapper), by name.
+        self.service_names = target.local_services if isinstance(target, RunsLocalServices) else ()
+        self.services: dict[str, subprocess.Popen[bytes]] = {}
         self.plan: ClusterPlan | None = None
         self._reserved: list[int] = []
         # Size-limited data disks, only for a run whose schedule fills one (J12): as root.
@@ -167,6 +171,8 @@ class ProcessCluster(ManagedCluster[NodeProcess]):
             if not link.is_client:
                 peers[link.source][link.dest] = info.listen
         members = len(self.topology.node_names)
+        ports = self._take_ports(len(self.service_names))
+        services = dict(zip(self.service_names, ports, strict=True))
         self.plan = ClusterPlan(
             group=GROUP,
             nodes=tuple(node_plans[:members]),
@@ -175,6 +181,7 @@ class ProcessCluster(ManagedCluster[NodeProcess]):
             settings=self.group,
             spares=self.topology.spares,
             witnesses=tuple(node_plans[members:]),
+            services=services,
         )
         if self.has_manager:
             self._vip_port = self._take_ports(1)[0]
@@ -211,12 +218,46 @@ class ProcessCluster(ManagedCluster[NodeProcess]):
                 command = self.peer_filter.wrap(plan.name, command)
             return NodeProcess(plan, command, self.target, self.events, self.detached)
 
+        self._start_services()
         for plan in cluster.witnesses:  # beside the group, first; the run records none of them
             command = self.target.command(cluster, plan)
             witness = NodeProcess(plan, command, self.target, NoEvents(), self.detached)
             self.witnesses[plan.name] = witness
             witness.start()
         self._start_in_order(make)
+
+    def _start_services(self) -> None:
+        """The target's processes beside the nodes, before any node (they die with the lab,
+        or outlive it with the cluster `lab up` leaves running)."""
+        assert self.plan is not None
+        target = self.target
+        if not isinstance(target, RunsLocalServices):
+            return
+        for name in self.service_names:
+            command = target.local_service(self.plan, name)
+            with (self.work_dir / f"{name}.log").open("ab") as log:
+                proc = subprocess.Popen(
+                    command,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    cwd=self.work_dir,  # how `lab down` knows it as the cluster's
+                    **popen_options(self.detached),
+                )
+            self.services[name] = proc
+            self.events.emit("service.start", None, service=name, pid=proc.pid)
+
+    def _stop_services(self) -> None:
+        for name, proc in self.services.items():
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+                self.events.emit("service.stop", None, service=name)
+        self.services = {}
 
     def stop(self) -> None:
         """Stop the manager, every node and Toxiproxy; never raises for what is already gone."""
@@ -237,6 +278,7 @@ class ProcessCluster(ManagedCluster[NodeProcess]):
                 self.toxiproxy_proc.kill()
                 self.toxiproxy_proc.wait()
             self.events.emit("toxiproxy.stop", None)
+        self._stop_services()
         self._release_ports()
         errors = [] if self.disks is None else self.disks.unmount_all()
         if self.peer_filter is not None:
@@ -321,4 +363,5 @@ class ProcessCluster(ManagedCluster[NodeProcess]):
         found = {name: node.pid for name, node in every.items() if node.pid is not None}
         if self.toxiproxy_proc is not None:
             found["toxiproxy"] = self.toxiproxy_proc.pid
+        found.update({name: proc.pid for name, proc in self.services.items()})
         return found

@@ -30,7 +30,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from lab.backends.packages import command_present, ensure_packages, file_present
 from lab.backends.ssh.registry import Registry
 from lab.backends.ssh.rig_network import (
     RIG_BLOCK,
@@ -45,6 +44,7 @@ from lab.backends.ssh.rig_teardown import remove_rig
 from lab.ground.children import popen_options
 from lab.ground.errors import SetupError
 from lab.ground.locks import host_lock
+from lab.ground.packages import command_present, ensure_packages, file_present
 
 __all__ = ["HOST_DIR", "RIGS", "Rig", "SessionRig", "remove_rig", "rig_refusal"]
 

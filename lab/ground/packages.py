@@ -1,4 +1,5 @@
-"""Debian packages the lab installs on its own machine when a part of it needs them.
+"""Debian packages the lab installs on its own machine when a part of it needs them (a
+backend, or a target whose nodes run a Debian package: RabbitMQ).
 
 As the Docker backend installs `docker.io`, the hosts backend's namespace rig installs
 `openssh-server` (an sshd per namespace) and `libfaketime` (the nodes' clocks) with apt-get,
@@ -18,7 +19,7 @@ from pathlib import Path
 from lab.ground.errors import SetupError
 from lab.ground.locks import host_lock
 
-__all__ = ["command_present", "ensure_packages", "file_present"]
+__all__ = ["can_install", "command_present", "ensure_packages", "file_present"]
 
 Say = Callable[[str], None]
 Present = Callable[[], bool]
@@ -33,7 +34,8 @@ def file_present(*patterns: str) -> Present:
     return lambda: any(any(Path("/").glob(p.lstrip("/"))) for p in patterns)
 
 
-def _can_install() -> bool:
+def can_install() -> bool:
+    """Whether this process may install Debian packages (root, on Debian, with apt-get)."""
     return (
         os.geteuid() == 0
         and Path("/etc/debian_version").is_file()
@@ -47,7 +49,7 @@ def ensure_packages(wanted: Mapping[str, Present], purpose: str, say: Say) -> No
     missing = sorted(pkg for pkg, present in wanted.items() if not present())
     if not missing:
         return
-    if not _can_install():
+    if not can_install():
         raise SetupError(
             f"{purpose} needs the Debian package(s) {' '.join(missing)}: install them "
             "(or run the lab as root on Debian to have it do so)"

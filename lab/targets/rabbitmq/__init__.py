@@ -1,0 +1,1 @@
+"""RabbitMQ as a target (lab.targets.rabbitmq.target)."""
