@@ -34,12 +34,12 @@ import statistics
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from lab.bench._base import Benchmark, Say
 from lab.bench.detection_request import DEFAULT_SEED, GENERATORS
-from lab.bench.rediscover_match import Match, match_run
+from lab.bench.rediscover_match import match_run
+from lab.bench.rediscover_trials import RediscoverRequest, Trial
 from lab.campaign.plan import parse_budget
 from lab.ground.errors import UsageError
 from lab.ground.paths import LAB_ROOT
@@ -50,54 +50,6 @@ __all__ = ["BENCHMARK", "RediscoverRequest", "Trial", "rediscover_request", "run
 
 _SLACK_S = 120.0  # a campaign's start, its last run past the budget, its stop
 LOST = "lost"
-
-
-@dataclass(frozen=True)
-class RediscoverRequest:
-    target: str
-    settings: tuple[tuple[str, str], ...]
-    budget_s: float = 600.0
-    trials: int = 3
-    generators: tuple[str, ...] = ("random", "coverage")
-    control: bool = False
-    seed: int = DEFAULT_SEED
-    shrink_budget_s: float = 300.0
-    page: Path | None = None
-    # The control's settings: the campaigns' own with these changed (none: the target's
-    # defaults, every setting left out).
-    control_settings: tuple[tuple[str, str], ...] | None = None
-
-    @property
-    def given(self) -> str:
-        return " ".join(f"{k}={v}" for k, v in self.settings) or "its defaults"
-
-    @property
-    def control_given(self) -> tuple[tuple[str, str], ...]:
-        if self.control_settings is None:
-            return ()
-        return tuple(sorted({**dict(self.settings), **dict(self.control_settings)}.items()))
-
-    @property
-    def control_name(self) -> str:
-        given = " ".join(f"{k}={v}" for k, v in self.control_given)
-        return given or f"{self.target}'s defaults"
-
-
-@dataclass(frozen=True)
-class Trial:
-    generator: str
-    trial: int
-    seed: int
-    control: bool
-    runs: int  # runs completed when it ended
-    found: bool
-    minutes: float | None = None  # from the campaign's start to the end of the losing run
-    runs_to_loss: int | None = None
-    kinds: tuple[str, ...] = ()
-    folder: Path | None = None
-    match: Match | None = None
-    shrunk: tuple[str, ...] | None = None  # the fault windows kept by `lab shrink`
-    shrink_outcome: str = ""
 
 
 def rediscover_request(args: argparse.Namespace) -> RediscoverRequest:

@@ -14,7 +14,7 @@ from lab.bench.rediscover_match import PUBLISHED
 from lab.ground.machine import this_machine
 
 if TYPE_CHECKING:
-    from lab.bench.rediscover import RediscoverRequest, Trial
+    from lab.bench.rediscover_trials import RediscoverRequest, Trial
 
 __all__ = ["write_page"]
 

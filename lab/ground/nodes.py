@@ -52,6 +52,9 @@ class ClusterPlan:
         witnesses: brokers the target runs beside the group (Artemis's quorum voters):
             planned and started like nodes, but no client reaches them and no fault names
             them.
+        services: processes the lab runs beside the nodes on local processes (RabbitMQ's
+            port mapper), by name: the port each listens on
+            (lab.targets.forming.RunsLocalServices).
     """
 
     group: str
@@ -61,8 +64,6 @@ class ClusterPlan:
     settings: GroupSettings = field(default_factory=GroupSettings)
     spares: tuple[str, ...] = ()
     witnesses: tuple[NodePlan, ...] = ()
-    # Processes the lab runs beside the nodes for the run on local processes (RabbitMQ's port
-    # mapper), by name: the port each listens on (lab.targets.forming.RunsLocalServices).
     services: Mapping[str, int] = field(default_factory=dict)
 
     @property
@@ -137,6 +138,12 @@ class TargetTraits:
             deviation declared for some settings applies to a run that has them.
         version: the version its nodes run (None: a target without versions).
         default_version: the version it runs when none is named.
+        queue_prefix: what clients put before a queue's name to address it (RabbitMQ's
+            AMQP 1.0 plugin: `/amq/queue/`, an existing queue); empty: the name is the
+            address.
+        consumer_options: what consumers are given beside their usual options (RabbitMQ:
+            drain over AMQP 0-9-1, `--drain-by-get USER:PASSWORD`, its link drain being
+            unreliable on classic queues).
     """
 
     name: str = "broker_ref"
@@ -148,11 +155,7 @@ class TargetTraits:
     settings: tuple[tuple[str, str], ...] = ()
     version: str | None = None
     default_version: str | None = None
-    # What clients put before a queue's name to address it (RabbitMQ's AMQP 1.0 plugin:
-    # `/amq/queue/`, an existing queue); empty: the name is the address.
     queue_prefix: str = ""
-    # What consumers are given beside their usual options (RabbitMQ: drain over AMQP 0-9-1,
-    # `--drain-by-get USER:PASSWORD`, its link drain being unreliable on classic queues).
     consumer_options: tuple[str, ...] = ()
 
     @property
