@@ -92,29 +92,31 @@ def _has(spec: RunSpec, kind_name: str) -> bool:
 
 
 def _lag(spec: RunSpec, rng: random.Random, start: float, length: float) -> list[Step]:
-    """Every node link slowed (as far as the rule lets a link be slowed and every heartbeat
-    still arrive in time): whichever node is master, its replicas trail it."""
-    nodes = spec.topology.node_names
+    """Replicas made to trail the master (as far as the rule lets a link be slowed and every
+    heartbeat still arrive in time): half the time every node link slowed alike, half the
+    time one replica alone behind its links to whichever node is master when the lag begins
+    (the others keep up: the replicas then differ, as a straggler's do)."""
     ap = spec.group.is_active_passive
     bound = inside_link_heartbeat_ms(spec) if ap else below_election_timeout_ms(spec)
     latency = rng.randint(max(20, bound // 4), max(20, bound * 3 // 4))
     jitter = rng.randint(0, max(0, bound - latency - 1) // 4)
-    steps = []
     throttle = ap and rng.random() < 0.5  # an active-passive backup behind a narrow link
     rate = rng.randint(128, 256)
-    for a in nodes:
-        for b in nodes:
-            if a == b:
-                continue
-            if throttle:
-                steps.append(Step("bandwidth", node_link(a, b), start, length, {"rate_kbs": rate}))
-            else:
-                params: dict[str, int | float | str | bool] = {
-                    "latency_ms": latency,
-                    "jitter_ms": jitter,
-                }
-                steps.append(Step("latency", node_link(a, b), start, length, params))
-    return steps
+    if throttle:
+        toxic: tuple[str, dict[str, int | float | str | bool]] = ("bandwidth", {"rate_kbs": rate})
+    else:
+        toxic = ("latency", {"latency_ms": latency, "jitter_ms": jitter})
+    return [
+        Step(toxic[0], link, start, length, dict(toxic[1])) for link in _lagging_links(spec, rng)
+    ]
+
+
+def _lagging_links(spec: RunSpec, rng: random.Random) -> list[str]:
+    nodes = spec.topology.node_names
+    if len(nodes) >= 3 and rng.random() < 0.5:
+        straggler = f"@replica:{rng.randint(1, len(nodes) - 1)}"
+        return [node_link("@master", straggler), node_link(straggler, "@master")]
+    return [node_link(a, b) for a in nodes for b in nodes if a != b]
 
 
 def _out_s(spec: RunSpec, rng: random.Random, *names: str) -> float:

@@ -115,6 +115,20 @@ def _alone(spec: RunSpec, sides: object, either_way: bool) -> str | None:
     return b[0] if either_way and len(b) == 1 else None
 
 
+def _link_end(spec: RunSpec, name: str, light: bool) -> bool:
+    """A node link's end: a node, or for a light fault (one that takes no node out, so the
+    rule's count of nodes out is the same whichever node it lands on) a role selector too
+    (`@master_to_@replica:1`: a straggler behind whichever node is master then)."""
+    if name in spec.topology.node_names:
+        return True
+    if not light:
+        return False
+    index = name.partition(":")[2]
+    return name in ("@master", "@replica") or (
+        name.startswith("@replica:") and index.isdigit() and 0 < int(index) < spec.topology.nodes
+    )
+
+
 _Classifier = Callable[[RunSpec, FaultOp, Mapping[str, ParamValue]], tuple[str, Draw] | None]
 
 
@@ -193,8 +207,8 @@ def _link_fault(
     ends = split_node_link(op.target)
     if ends is not None:
         a, b = ends
-        nodes = spec.topology.node_names
-        if a == b or a not in nodes or b not in nodes:
+        light = op.fault == "latency" or (ap and op.fault == "bandwidth")
+        if a == b or not (_link_end(spec, a, light) and _link_end(spec, b, light)):
             return None
         kind = f"node {op.fault}"
         if op.fault == "latency":

@@ -33,7 +33,8 @@ from lab.judge.metrics import read_events
 from lab.run.runner import RunOutcome
 from scenarios.catalog import scenario_named
 
-RUN_SEEDS = (83, 11, 29)  # 83 draws two graceful stops and a transfer
+# 83 draws two graceful stops and a transfer; the others run with --lab-long.
+RUN_SEEDS = (83, pytest.param(11, marks=pytest.mark.long), pytest.param(29, marks=pytest.mark.long))
 ACTIVE_PASSIVE_SEED = 7
 SEEDS = st.integers(min_value=0, max_value=2**63 - 1)
 DURABILITIES = (

@@ -61,11 +61,8 @@ IN_CONTAINERS = frozenset(
     {
         "master-failure",
         "partition-and-recovery",
-        "split-brain",
         "disk-full",
-        "replica-gc-stall",
         "primary-failure",
-        "hung-primary",
         "random",
     }
 )

@@ -41,6 +41,8 @@ def _leaves(node: dict[str, Any]) -> list[dict[str, Any]]:
     return [leaf for child in children for leaf in _leaves(child)]
 
 
+# Long: tests/test_allure_suite_report.py builds and opens a report by default.
+@pytest.mark.long
 @pytest.mark.processes
 @pytest.mark.allure
 def test_two_nights_trend_executor_and_categories(tmp_path: Path) -> None:

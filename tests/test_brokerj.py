@@ -63,6 +63,9 @@ def test_master_failure_holds_on_local_jvms(lab_run: Callable[..., RunOutcome]) 
     assert '"kind":"node.role"' in events and '"code":"MST-1006"' in events
 
 
+# Long: Broker-J in containers stays in the default suite through its compose profile and the
+# node-link cut in containers.
+@pytest.mark.long
 @pytest.mark.docker
 def test_master_failure_holds_in_containers(
     lab_run: Callable[..., RunOutcome], lab_deviation: Callable[[RunOutcome], str]

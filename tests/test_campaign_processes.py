@@ -93,6 +93,8 @@ def test_a_recorded_failure_is_replayed_first_and_still_fails(tmp_path: Path) ->
     assert listed.returncode == 0 and f"{seen.id}  failing" in listed.stdout
 
 
+# Long: tests/test_campaign_pytest_entry.py runs campaigns as pytest sessions by default.
+@pytest.mark.long
 def test_the_same_campaign_as_a_pytest_session_with_xdist(tmp_path: Path) -> None:
     out = tmp_path / "night"
     result = subprocess.run(

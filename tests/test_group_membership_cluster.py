@@ -254,7 +254,9 @@ RunLab = Callable[..., RunOutcome]
 
 @pytest.mark.brokerj
 @pytest.mark.processes
-@pytest.mark.parametrize("scenario", ["grow-group", "remove-replica"])
+@pytest.mark.parametrize(
+    "scenario", ["grow-group", pytest.param("remove-replica", marks=pytest.mark.long)]
+)
 def test_the_membership_scenarios_hold_on_local_jvms(scenario: str, lab_run: RunLab) -> None:
     _assert_held(lab_run(scenario, backend="process", target="qpid-broker-j"))
 

@@ -21,6 +21,8 @@ from lab.ground.errors import SetupError
 from lab.pytest_plugin import skip_unless_ci
 
 
+# Long: tests/test_release.py installs the lab into a project of its own in the default suite.
+@pytest.mark.long
 @pytest.mark.processes
 def test_the_example_project_passes_its_own_suite_in_a_venv_of_its_own(tmp_path: Path) -> None:
     try:

@@ -88,3 +88,22 @@ def test_a_lagged_fault_comes_after_the_replicas_had_time_to_fall_behind() -> No
                 assert min(w.start_s for w in during) - lag.start_s >= 0.5 - 1e-9
                 assert all(w.end_s is not None and w.end_s <= lag.end_s for w in during)
     assert seen
+
+
+@pytest.mark.parametrize("cell", [GROUP, AP], ids=["group", "active-passive"])
+def test_lag_is_every_link_alike_or_one_straggler_behind_the_master(cell: Cell) -> None:
+    shapes: Counter[str] = Counter()
+    for seed in range(80):
+        spec = seed_spec(cell, seed)
+        schedule, _names = pattern_schedule(spec, random.Random(seed))
+        slowed = {w.target for w in windows_of(schedule) if w.fault in ("latency", "bandwidth")}
+        slowed = {t for t in slowed if not t.startswith("client_") and t != "vip"}
+        if not slowed:
+            continue
+        stragglers = {t.split("_to_")[1] for t in slowed if t.startswith("@master_to_")}
+        assert {f"{s}_to_@master" for s in stragglers} <= slowed  # both ways behind
+        assert stragglers <= {f"@replica:{k}" for k in range(1, spec.topology.nodes)}
+        shapes["straggler"] += bool(stragglers)
+        shapes["every link"] += any("@" not in t for t in slowed)
+        assert rule_problem(spec.with_schedule(schedule)) is None
+    assert shapes["straggler"] and shapes["every link"], shapes

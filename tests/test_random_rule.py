@@ -237,3 +237,24 @@ def test_mixes_the_rule_allows() -> None:
         )
         is None
     )
+
+
+def test_a_light_fault_may_name_roles_at_a_links_ends_and_nothing_else_may() -> None:
+    """A straggler behind whichever node is master: latency is light wherever it lands, so a
+    role may stand at either end of the link; a fault that takes a node out may not (the
+    rule counts the nodes out by name), and a replica the topology lacks is refused."""
+    slow = {"latency_ms": 150, "jitter_ms": 0}
+    straggler = _with(
+        BASE,
+        fault_window("latency", "@master_to_@replica:2", 3, 6, "f1", **slow),
+        fault_window("latency", "@replica:2_to_@master", 3, 6, "f2", **slow),
+        fault_window("kill", "@master", 5, 2, "f3"),
+    )
+    assert rule_problem(straggler) is None
+    for refused in (
+        fault_window("latency", "@master_to_@replica:3", 3, 2, "f1", **slow),  # 2 replicas
+        fault_window("latency", "@master_to_@master", 3, 2, "f1", **slow),
+        fault_window("bandwidth", "@master_to_@replica:1", 3, 2, "f1", rate_kbs=8),
+        fault_window("reset_peer", "@replica_to_@master", 3, 2, "f1", timeout_ms=0),
+    ):
+        assert "not a fault `random` draws" in str(rule_problem(_with(BASE, refused)))

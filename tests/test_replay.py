@@ -122,7 +122,7 @@ _ELSEWHERE = [
     pytest.param(
         ("random", "--seed", "5", "--mode", "active-passive"),
         "process",
-        marks=pytest.mark.processes,
+        marks=[pytest.mark.processes, pytest.mark.long],  # a long run; the docker one stays
         id="active-passive-process",
     ),
     pytest.param(
