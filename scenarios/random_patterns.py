@@ -31,7 +31,7 @@ from lab.ground.spec import RunSpec
 from lab.ground.topology import node_link
 from scenarios.base import fault_when, fault_window, uniform
 from scenarios.random_faults import FIRST_AT_S, LAST_HEAL_BEFORE_END_S, SHORTEST_S
-from scenarios.random_rule import AP_QUIET_S, QUIET_S, rule_problem
+from scenarios.random_rule import AP_QUIET_S, CRASH_LEAD_S, QUIET_S, rule_problem
 from scenarios.random_timeouts import Timeout, timeouts_of, window_s
 from scenarios.random_vocabulary import (
     AP_LIGHT,
@@ -119,6 +119,22 @@ def _lagging_links(spec: RunSpec, rng: random.Random) -> list[str]:
     return [node_link(a, b) for a in nodes for b in nodes if a != b]
 
 
+def _crash(spec: RunSpec, rng: random.Random, at: float, length: float) -> list[Step]:
+    """The master killed at `at` for `length`; half of the time as a host's crash: its node
+    links cut from a moment before until it is back, so that what it had in flight to its
+    replicas (a slowed link's backlog in the proxies) dies with it instead of reaching them
+    after its death (random_rule.CRASH_LEAD_S: the rule counts the two as one node out)."""
+    kill = Step("kill", "@master", at, length)
+    if not _has(spec, "node latency") or not _can_cut(spec) or rng.random() >= 0.5:
+        return [kill]
+    lead = CRASH_LEAD_S
+    return [Step("isolate", "@master", round(at - lead, 3), round(length + lead, 3)), kill]
+
+
+def _can_cut(spec: RunSpec) -> bool:
+    return any(k.name == "isolate" for k in available(spec, GROUP_OUT))
+
+
 def _out_s(spec: RunSpec, rng: random.Random, *names: str) -> float:
     """How long a node stays out: against the timeouts named (all of the run's by default)."""
     pool = tuple(t for t in timeouts_of(spec) if not names or t.name in names)
@@ -165,8 +181,7 @@ def _master_crash_under_lag(spec: RunSpec, rng: random.Random, at: float) -> lis
     if _has(spec, "node latency") and rng.random() < 0.5:  # when a replica trails, under lag
         kill = Step("kill", "@master", start, _out_s(spec, rng), when="catchup", within_s=3.0)
         return _lagged(spec, rng, at, [kill], chance=1.0)
-    kill = Step("kill", "@master", start, _out_s(spec, rng))
-    return _lagged(spec, rng, at, [kill], chance=0.9)
+    return _lagged(spec, rng, at, _crash(spec, rng, start, _out_s(spec, rng)), chance=0.9)
 
 
 def _new_master_hit(spec: RunSpec, rng: random.Random, at: float) -> list[Step]:
@@ -241,8 +256,7 @@ def _two_out_on_disk(spec: RunSpec, rng: random.Random, at: float) -> list[Step]
 def _primary_crash_under_lag(spec: RunSpec, rng: random.Random, at: float) -> list[Step]:
     """Lag then crash: the backups trail the primary (slow or narrow links) when it dies."""
     start = at + uniform(rng, 1.0, 3.0)
-    kill = Step("kill", "@master", start, _out_s(spec, rng))
-    return _lagged(spec, rng, at, [kill], chance=0.9)
+    return _lagged(spec, rng, at, _crash(spec, rng, start, _out_s(spec, rng)), chance=0.9)
 
 
 def _backup_catchup_then_primary_crash(spec: RunSpec, rng: random.Random, at: float) -> list[Step]:

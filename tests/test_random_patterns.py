@@ -15,7 +15,7 @@ from lab.campaign.plan import Cell
 from lab.campaign.windows import windows_of
 from lab.ground.spec import Durability
 from scenarios.random_patterns import PATTERNS, pattern_schedule, patterns_for
-from scenarios.random_rule import rule_problem
+from scenarios.random_rule import CRASH_LEAD_S, rule_problem
 from scenarios.random_timeouts import FACTORS, timeouts_of, window_s
 
 GROUP = Cell("random", "broker_ref", "process", "replicated-group")
@@ -107,3 +107,24 @@ def test_lag_is_every_link_alike_or_one_straggler_behind_the_master(cell: Cell) 
         shapes["every link"] += any("@" not in t for t in slowed)
         assert rule_problem(spec.with_schedule(schedule)) is None
     assert shapes["straggler"] and shapes["every link"], shapes
+
+
+@pytest.mark.parametrize("cell", [GROUP, AP], ids=["group", "active-passive"])
+def test_a_master_under_lag_is_sometimes_killed_as_a_host_crashes(cell: Cell) -> None:
+    """Half of the lag-then-crash kills take the master's node links with it, so that a
+    slowed link's backlog dies with the master instead of reaching the straggler."""
+    crashes = plain = 0
+    for seed in range(100):
+        schedule, _names = pattern_schedule(seed_spec(cell, seed), random.Random(seed))
+        starts = [op for op in schedule if op.action == "start"]
+        for kill in (op for op in starts if op.fault == "kill" and op.when is None):
+            companion = [
+                op
+                for op in starts
+                if op.fault == "isolate"
+                and op.target == kill.target
+                and 0 < kill.at_s - op.at_s <= CRASH_LEAD_S + 1e-9
+            ]
+            crashes += bool(companion)
+            plain += not companion
+    assert crashes and plain, (crashes, plain)

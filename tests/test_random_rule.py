@@ -258,3 +258,21 @@ def test_a_light_fault_may_name_roles_at_a_links_ends_and_nothing_else_may() -> 
         fault_window("reset_peer", "@replica_to_@master", 3, 2, "f1", timeout_ms=0),
     ):
         assert "not a fault `random` draws" in str(rule_problem(_with(BASE, refused)))
+
+
+def test_a_hosts_crash_is_its_links_cut_a_moment_before_its_kill() -> None:
+    """`isolate N` from at most CRASH_LEAD_S before `kill N` until the kill's heal is one
+    crash (what N had in flight dies with it): the rule counts it as the kill alone, in
+    either design; an isolation of another node, or one that outlasts the kill, is not."""
+    crash = (
+        fault_window("isolate", "@master", 3.9, 2.1, "f1"),
+        fault_window("kill", "@master", 4.0, 2.0, "f2"),
+    )
+    assert rule_problem(_with(BASE, *crash)) is None
+    assert rule_problem(_with(AP, *crash)) is None
+    for isolation in (
+        fault_window("isolate", "@master", 3.5, 2.5, "f1"),  # too early: a fault of its own
+        fault_window("isolate", "@master", 3.9, 3.0, "f1"),  # outlasts the kill
+    ):
+        said = rule_problem(_with(AP, isolation, crash[1]))
+        assert said is not None and "f1" in said, said
