@@ -141,6 +141,7 @@ class Scenario:
             workload=self.workload,
             group=self.group,
             target_version=target.chosen_version,
+            target_timeouts=target.timeouts,
         )
         schedule = self.schedule(base, random.Random(seed))
         extra = target.restart_allowance_s

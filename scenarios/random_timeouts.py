@@ -37,7 +37,14 @@ def timeouts_of(spec: RunSpec) -> tuple[Timeout, ...]:
     heartbeat (a backup is dead to its primary after two), the manager's poll plus its status
     timeout (when it calls a broker failed) and the recovering primary's wait for backups.
     A group's lease is how long a master cut off keeps its role at most: the silence before
-    the others stand and their election (the judge's bound, lab.judge.bounds)."""
+    the others stand and their election (the judge's bound, lab.judge.bounds).
+
+    A target with failure detection of its own (`spec.target_timeouts`, from
+    TargetTraits.timeouts: RabbitMQ's net_ticktime) gives its own values under the same
+    names instead: a window against broker_ref's election timeout says nothing of a broker
+    that finds a silent peer gone only after several seconds."""
+    if spec.target_timeouts:
+        return tuple(Timeout(name, seconds) for name, seconds in spec.target_timeouts)
     group = spec.group
     if group.is_active_passive:
         ap = group.active_passive

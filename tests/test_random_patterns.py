@@ -7,13 +7,14 @@ from __future__ import annotations
 import random
 from collections import Counter
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
 from lab.campaign.candidates import candidate_problem, seed_spec
 from lab.campaign.plan import Cell
 from lab.campaign.windows import windows_of
-from lab.ground.spec import Durability
+from lab.ground.spec import Durability, RunSpec
 from scenarios.random_patterns import PATTERNS, pattern_schedule, patterns_for
 from scenarios.random_rule import CRASH_LEAD_S, rule_problem
 from scenarios.random_timeouts import FACTORS, timeouts_of, window_s
@@ -128,3 +129,22 @@ def test_a_master_under_lag_is_sometimes_killed_as_a_host_crashes(cell: Cell) ->
             crashes += bool(companion)
             plain += not companion
     assert crashes and plain, (crashes, plain)
+
+
+def test_a_target_with_failure_detection_of_its_own_has_windows_drawn_against_it() -> None:
+    rabbit = seed_spec(Cell("random", "rabbitmq", "process", "replicated-group"), 3)
+    own = {t.name: t.seconds for t in timeouts_of(rabbit)}
+    assert own == {
+        "heartbeat": 1.25,
+        "election timeout": 5.0,
+        "election x2": 10.0,
+        "lease": 6.25,
+        "replica timeout": 6.25,
+    }  # net_ticktime 5 s: a silent peer is down after 3.75 to 6.25 s
+    assert timeouts_of(seed_spec(GROUP, 3))[1].seconds == 0.6  # broker_ref keeps its group's
+    lengths = {window_s(rabbit, random.Random(n), shortest=0.5, longest=8.0) for n in range(200)}
+    assert {2.5, 5.0, 8.0} <= lengths  # shorter than the detection, and past it
+    # recorded in spec.json (and read back) for a target that has them, absent otherwise
+    assert RunSpec.from_json(rabbit.to_json(), Path("spec.json")) == rabbit
+    assert "target_timeouts" in rabbit.to_json()
+    assert "target_timeouts" not in seed_spec(GROUP, 3).to_json()

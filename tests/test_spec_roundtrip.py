@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from lab import __version__
 from lab.ground.cluster_settings import MODES
-from lab.ground.errors import UsageError
+from lab.ground.errors import InputError, UsageError
 from lab.ground.nodes import TargetTraits
 from lab.ground.spec import (
     ACK_POLICIES,
@@ -263,3 +263,18 @@ def test_the_git_revision_is_the_checkouts_head_or_none(tmp_path: Path) -> None:
     assert re.fullmatch(r"[0-9a-f]{40}", head)
     assert git_revision(tmp_path) == head
     assert git_revision(tmp_path / "missing") is None
+
+
+def test_a_targets_own_timeouts_go_through_an_incident_file_and_bad_ones_are_refused(
+    tmp_path: Path,
+) -> None:
+    spec = RUNNABLE["random"].spec(7, target=TRAITS["rabbitmq"])
+    assert dict(spec.target_timeouts)["election timeout"] == 5.0
+    written = tmp_path / "spec.json"
+    written.write_text(json.dumps(spec.to_json()), encoding="utf-8")
+    assert load_incident(written).target_timeouts == spec.target_timeouts
+    bad = {**spec.to_json(), "target_timeouts": {"lease": -1}}
+    written.write_text(json.dumps(bad), encoding="utf-8")
+    said = r"spec\.json: target_timeouts\.lease: seconds above 0, not -1$"
+    with pytest.raises(InputError, match=said):
+        load_incident(written)

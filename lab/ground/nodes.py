@@ -144,6 +144,12 @@ class TargetTraits:
         consumer_options: what consumers are given beside their usual options (RabbitMQ:
             drain over AMQP 0-9-1, `--drain-by-get USER:PASSWORD`, its link drain being
             unreliable on classic queues).
+        timeouts: its own failure detection's timeouts, by the names of a replicated
+            group's (`heartbeat`, `election timeout`, `election x2`, `lease`, `replica
+            timeout`), in seconds, at its default settings: the guided generator's fault
+            windows are drawn shorter and longer than these instead of the group's
+            (RabbitMQ: Erlang's net_ticktime, after which a silent peer node is down);
+            empty: the group's settings are its own.
     """
 
     name: str = "broker_ref"
@@ -157,6 +163,7 @@ class TargetTraits:
     default_version: str | None = None
     queue_prefix: str = ""
     consumer_options: tuple[str, ...] = ()
+    timeouts: tuple[tuple[str, float], ...] = ()
 
     @property
     def chosen_version(self) -> str | None:

@@ -28,6 +28,7 @@ __all__ = [
     "RunSpec",
     "Topology",
     "Workload",
+    "timeouts_from_json",
 ]
 
 # The lab's own backends and targets. Targets are also added by installed packages (entry
@@ -296,6 +297,8 @@ class RunSpec:
         git_revision: the lab checkout's revision, when it runs from one.
         target_version: the target's version when it is not its default (None: the
             default).
+        target_timeouts: the target's own timeouts the schedule's windows were measured
+            against (TargetTraits.timeouts; empty: the group's).
     """
 
     scenario: str
@@ -312,6 +315,9 @@ class RunSpec:
     # The target's version when it is not the target's default (None: the default; absent
     # from spec.json then, so a spec and its failure database id stay as they were).
     target_version: str | None = None
+    # A target's own timeouts (name, seconds) when it has them (absent from spec.json
+    # otherwise, so a broker_ref spec and its failure database id stay as they were).
+    target_timeouts: tuple[tuple[str, float], ...] = ()
 
     @property
     def target_ref(self) -> str:
@@ -348,6 +354,7 @@ class RunSpec:
             "lab_version": self.lab_version,
             "git_revision": self.git_revision,
             **({} if self.target_version is None else {"target_version": self.target_version}),
+            **({"target_timeouts": dict(self.target_timeouts)} if self.target_timeouts else {}),
         }
 
     @staticmethod
@@ -366,6 +373,19 @@ class RunSpec:
                 lab_version=str(raw.get("lab_version", __version__)),
                 git_revision=raw.get("git_revision"),
                 target_version=version_or_none(raw.get("target_version")),
+                target_timeouts=timeouts_from_json(raw.get("target_timeouts", {})),
             )
         except (KeyError, TypeError, ValueError, UsageError) as exc:
             raise InputError(f"{source}: not a valid run spec: {exc}") from exc
+
+
+def timeouts_from_json(raw: object) -> tuple[tuple[str, float], ...]:
+    """spec.json's `target_timeouts` (`{"name": seconds}`) as RunSpec holds them."""
+    if not isinstance(raw, Mapping):
+        raise ValueError(f"target_timeouts: a table of names and seconds, not {raw!r}")
+    timeouts = []
+    for name, seconds in raw.items():
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds <= 0:
+            raise ValueError(f"target_timeouts.{name}: seconds above 0, not {seconds!r}")
+        timeouts.append((str(name), float(seconds)))
+    return tuple(timeouts)

@@ -339,4 +339,5 @@ def traits_of(target: Target) -> TargetTraits:
         default_version=default,
         queue_prefix=str(getattr(target, "queue_prefix", "")),
         consumer_options=tuple(getattr(target, "consumer_options", ())),
+        timeouts=tuple(getattr(target, "timeouts", ())),
     )

@@ -28,7 +28,7 @@ from typing import Literal
 
 from lab.ground.errors import UsageError
 
-__all__ = ["DEFAULTS", "KEYS", "TARGET", "RabbitSettings"]
+__all__ = ["DEFAULTS", "KEYS", "TARGET", "RabbitSettings", "failure_timeouts"]
 
 TARGET = "rabbitmq"  # its name in a group's target_context
 QueueType = Literal["quorum", "mirrored"]
@@ -118,3 +118,19 @@ def _ticktime(value: str | None) -> int:
     if not value.isdigit() or not 2 <= int(value) <= 120:
         raise UsageError(f"{_where('net-ticktime')}: whole seconds, 2..120, not {value!r}")
     return int(value)
+
+
+def failure_timeouts(settings: RabbitSettings) -> tuple[tuple[str, float], ...]:
+    """The timeouts of RabbitMQ's own failure detection under a replicated group's names
+    (TargetTraits.timeouts), from net_ticktime T: a node ticks its peers every T/4 and finds
+    a silent one down after 0.75 T to 1.25 T (Erlang's "net_ticktime"); only then does a
+    quorum queue elect, a mirror get promoted, or partition handling act. A cut shorter
+    than that is ridden out unseen; one longer is a partition."""
+    tick = float(settings.net_ticktime_s)
+    return (
+        ("heartbeat", tick / 4),
+        ("election timeout", tick),
+        ("election x2", 2 * tick),
+        ("lease", 1.25 * tick),
+        ("replica timeout", 1.25 * tick),
+    )

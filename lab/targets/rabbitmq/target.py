@@ -44,7 +44,7 @@ from lab.targets.rabbitmq.config import (
 from lab.targets.rabbitmq.install import CTL, EPMD, SERVER, VERSION, ensure_rabbitmq
 from lab.targets.rabbitmq.logs import LAB_CODES, parse_rabbitmq_line
 from lab.targets.rabbitmq.rules import QUEUE, check_plan, check_run, settings_of
-from lab.targets.rabbitmq.settings import DEFAULTS, RabbitSettings
+from lab.targets.rabbitmq.settings import DEFAULTS, RabbitSettings, failure_timeouts
 
 __all__ = ["DEVIATIONS", "EPMD_SERVICE", "RabbitMQTarget"]
 
@@ -86,6 +86,8 @@ class RabbitMQTarget:
     deviations_file = DEVIATIONS
     lab_codes = LAB_CODES
     setting_defaults = DEFAULTS
+    # Fault windows are drawn against its net_ticktime (at the default), not broker_ref's.
+    timeouts = failure_timeouts(RabbitSettings())
     credentials = Credentials()
     queue_prefix = "/amq/queue/"  # the AMQP 1.0 plugin's address of an existing queue
     # 3.10's AMQP 1.0 link drain crashes a classic queue's channel (rabbit_classic_queue has
