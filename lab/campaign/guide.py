@@ -14,7 +14,9 @@ mutation (lab.campaign.mutations) of a corpus entry (lab.campaign.corpus) — a 
 reached behaviour its cell had not shown — chosen by bandits (lab.campaign.bandit: one among
 those three ways, one among the operators) rewarded when a run pays (Corpus.paid: new
 behaviour a minute at least as fast as the cell's typical run lately). A cell's first WARMUP
-runs are fresh, so its corpus starts from diverse seeds, and `add` and `stack` favour the
+runs are schedules of HA failure patterns and fresh draws in turn, a pattern first
+(`warmup_way`), so its corpus starts from diverse seeds and from the patterns' schedules
+before any bandit has evidence, and `add` and `stack` favour the
 kinds of fault the cell has run least. A mutation is kept only when candidate_problem finds
 nothing (the spec checker, the preflight, `random`'s rule, an affordable workload);
 otherwise it is discarded and counted, and after MAX_TRIES the run is a fresh draw. Cells
@@ -65,6 +67,7 @@ __all__ = [
     "Seen",
     "make_guide",
     "replay",
+    "warmup_way",
 ]
 
 GUIDED_SCENARIOS = frozenset({"random"})  # whose rule a mutated schedule is checked against
@@ -72,7 +75,7 @@ GUIDED_SCENARIOS = frozenset({"random"})  # whose rule a mutated schedule is che
 WAYS = ("fresh", "directed", "pattern", "mutate")
 ARMS = ("fresh", "directed", "pattern", *OPERATORS)  # what a run is made by (campaign.json)
 MAX_TRIES = 12  # candidates of one operator tried before the run is a fresh draw
-WARMUP = 4  # a cell's first runs are fresh draws: a corpus starts from diverse seeds
+WARMUP = 4  # a cell's first runs: patterns and fresh draws in turn (warmup_way)
 Check = Callable[[RunSpec], str | None]
 
 
@@ -221,13 +224,11 @@ class CoverageGuide:
             corpus = self.corpus.setdefault(cell, Corpus())
             self.proposed[cell] += 1
             warm = self.proposed[cell] > WARMUP
-            ways = [
-                "fresh",
-                "pattern",
-                *(["directed"] if warm else []),
-                *(["mutate"] if warm and corpus else []),
-            ]
-            way = self.ways.choose(self.rng, ways)
+            if warm:
+                ways = ["fresh", "pattern", "directed", *(["mutate"] if corpus else [])]
+                way = self.ways.choose(self.rng, ways)
+            else:
+                way = warmup_way(self.proposed[cell])
             found = None
             if way == "directed":
                 found = self._directed(number, draw)
@@ -360,6 +361,15 @@ class CoverageGuide:
                 for arm, s in arms.items()
             },
         }
+
+
+def warmup_way(proposed: int) -> str:
+    """A cell's `proposed`-th run in its warm-up: patterns and fresh draws in turn, a pattern
+    first. Every early run shows new behaviour whatever made it, so a bandit rewarded for
+    novelty learns nothing in those runs but chance — and a way that lost the first draws
+    could go unplayed for a whole short campaign. In turn, both ways are played from the
+    start; the bandit chooses once the warm-up is over."""
+    return "pattern" if proposed % 2 == 1 else "fresh"
 
 
 def make_guide(name: str, seed: int, shard: Shard, check: Check = candidate_problem) -> Guide:
