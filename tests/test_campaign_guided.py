@@ -16,8 +16,8 @@ import pytest
 from conftest import run_lab
 
 from lab.campaign.coverage import read_points
-from lab.campaign.guide import ARMS, CoverageGuide, replay
-from lab.campaign.guide_files import GuideFiles
+from lab.campaign.guide import ARMS, CoverageGuide
+from lab.campaign.guide_files import GuideFiles, replay
 from lab.campaign.plan import Shard
 from lab.ground.spec import RunSpec
 from lab.run.incident import load_edited_spec

@@ -25,10 +25,8 @@ from lab.campaign.guide import (
     Proposal,
     Seen,
     make_guide,
-    observe_line,
-    propose_line,
-    replay,
 )
+from lab.campaign.guide_files import observe_line, propose_line, replay
 from lab.campaign.plan import CampaignRequest, Shard
 from lab.ground.errors import InputError, UsageError
 from lab.ground.spec import RunSpec

@@ -27,14 +27,15 @@ repeats it).
 Every choice comes from the guide's own `random.Random` (seeded by the campaign's seed and
 shard) and the observations fed to it, so the same proposals and observations, in the same
 order, make the same decisions: guide.jsonl records that order (`{"propose": …}` and
-`{"observe": …}` lines), and `replay(guide, lines)` follows it again, checking each proposal.
+`{"observe": …}` lines), and `replay(guide, lines)` follows it again, checking each proposal
+(both in lab.campaign.guide_files).
 """
 
 from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
@@ -47,7 +48,7 @@ from lab.campaign.failures import failure_id
 from lab.campaign.mutations import OPERATORS, mutate
 from lab.campaign.plan import GUIDES, Cell, Draw, Shard
 from lab.campaign.workloads import draw_heavy_workload, draw_workload
-from lab.ground.errors import InputError, UsageError
+from lab.ground.errors import UsageError
 from lab.ground.spec import RunSpec
 from scenarios.random_patterns import pattern_schedule
 from scenarios.random_rule import draw_of, spans_of
@@ -66,7 +67,6 @@ __all__ = [
     "Proposal",
     "Seen",
     "make_guide",
-    "replay",
     "warmup_way",
 ]
 
@@ -378,33 +378,3 @@ def make_guide(name: str, seed: int, shard: Shard, check: Check = candidate_prob
     if name == "random":
         return BlindGuide()
     raise UsageError(f"unknown guide {name!r} (known: {', '.join(GUIDES)})")
-
-
-def propose_line(proposal: Proposal) -> dict[str, Any]:
-    return {"propose": proposal.to_json()}
-
-
-def observe_line(seen: Seen) -> dict[str, Any]:
-    return {"observe": seen.to_json()}
-
-
-def replay(guide: Guide, lines: Iterable[Mapping[str, Any]]) -> list[Proposal]:
-    """Feed a guide.jsonl's lines to `guide` in their order; every proposal it makes must be
-    the one recorded (InputError otherwise: the log is not this guide's, or the lab changed).
-    Returns the proposals."""
-    made: list[Proposal] = []
-    for line in lines:
-        if "propose" in line:
-            said = line["propose"]
-            number = int(said["run"])
-            draw = Draw(number, cell_of(said["cell"]), int(said["seed"]))
-            proposal = guide.propose(number, draw)
-            if (proposal.origin, proposal.digest) != (said["origin"], said["spec"]):
-                raise InputError(
-                    f"guide.jsonl: run {number} was {said['origin']} {said['spec']}, "
-                    f"this guide makes {proposal.origin} {proposal.digest}: not its log"
-                )
-            made.append(proposal)
-        elif "observe" in line:
-            guide.observe(Seen.from_json(line["observe"]))
-    return made

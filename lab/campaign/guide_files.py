@@ -1,7 +1,7 @@
 """A campaign folder's record of its guide (lab.campaign.guide):
 
 guide.jsonl      every proposal and observation, in the order they were made: the
-                 decisions follow from it (`lab.campaign.guide.replay`)
+                 decisions follow from it (`replay`)
 coverage.jsonl   one line a run, in the order runs were recorded: the run, its cell, how
                  it was made (`origin`, `parent`), its verdict, its behaviours (`features`),
                  those new to its cell (`new`), and the distinct behaviours so far
@@ -19,16 +19,19 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from lab.campaign.behaviour import behaviour_of
-from lab.campaign.coverage import CoveragePoint, read_points
-from lab.campaign.guide import Guide, Proposal, Seen, observe_line, propose_line
+from lab.campaign.coverage import CoveragePoint, cell_of, read_points
+from lab.campaign.guide import Guide, Proposal, Seen
+from lab.campaign.plan import Draw
 from lab.campaign.tasks import RunRecord, Task
+from lab.ground.errors import InputError
 from lab.ground.files import write_json
 
-__all__ = ["GuideFiles"]
+__all__ = ["GuideFiles", "observe_line", "propose_line", "replay"]
 
 
 class GuideFiles:
@@ -95,3 +98,33 @@ class GuideFiles:
 
     def points(self) -> list[CoveragePoint]:
         return read_points(self.coverage)
+
+
+def propose_line(proposal: Proposal) -> dict[str, Any]:
+    return {"propose": proposal.to_json()}
+
+
+def observe_line(seen: Seen) -> dict[str, Any]:
+    return {"observe": seen.to_json()}
+
+
+def replay(guide: Guide, lines: Iterable[Mapping[str, Any]]) -> list[Proposal]:
+    """Feed a guide.jsonl's lines to `guide` in their order; every proposal it makes must be
+    the one recorded (InputError otherwise: the log is not this guide's, or the lab changed).
+    Returns the proposals."""
+    made: list[Proposal] = []
+    for line in lines:
+        if "propose" in line:
+            said = line["propose"]
+            number = int(said["run"])
+            draw = Draw(number, cell_of(said["cell"]), int(said["seed"]))
+            proposal = guide.propose(number, draw)
+            if (proposal.origin, proposal.digest) != (said["origin"], said["spec"]):
+                raise InputError(
+                    f"guide.jsonl: run {number} was {said['origin']} {said['spec']}, "
+                    f"this guide makes {proposal.origin} {proposal.digest}: not its log"
+                )
+            made.append(proposal)
+        elif "observe" in line:
+            guide.observe(Seen.from_json(line["observe"]))
+    return made

@@ -12,7 +12,7 @@ The guide (`--lab-campaign-guide`) is shared by every xdist worker through the c
 folder: under a lock on `guide.lock`, a worker brings its own copy of the guide up to date
 with guide.jsonl (what the others proposed and observed, in that order), then proposes its
 run, or observes it, and logs that. The decisions follow guide.jsonl's order, as in
-`lab campaign`, so `lab.campaign.guide.replay` makes them again from the log.
+`lab campaign`, so `lab.campaign.guide_files.replay` makes them again from the log.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from typing import Any
 
 from lab.campaign.campaign import estimate_s, open_failures
 from lab.campaign.failures import FIXED_AFTER, FailureDB
-from lab.campaign.guide import Guide, make_guide, replay
-from lab.campaign.guide_files import GuideFiles
+from lab.campaign.guide import Guide, make_guide
+from lab.campaign.guide_files import GuideFiles, replay
 from lab.campaign.plan import CampaignRequest, Cell, Draw
 from lab.campaign.summary import CampaignSummary, write_campaign
 from lab.campaign.tasks import RunRecord, Task, run_task
