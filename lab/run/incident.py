@@ -236,15 +236,6 @@ def _seconds(value: Any, where: str) -> float:
     return float(value)
 
 
-def _target_timeouts(raw: Mapping[str, Any]) -> tuple[tuple[str, float], ...]:
-    """A spec.json's `target_timeouts`, kept as it was written (they made its schedule; an
-    incident's own schedule is given, so they only go on into the run's spec.json)."""
-    try:
-        return timeouts_from_json(raw.get("target_timeouts", {}))
-    except ValueError as exc:
-        raise UsageError(str(exc)) from exc
-
-
 def _target(raw: Mapping[str, Any], defaults: Mapping[str, str]) -> tuple[str, str | None]:
     """`target = "NAME@VERSION"`, or `target` and `target_version` (as spec.json has them)."""
     name, version = split_target(str(raw.get("target", defaults.get("target", "broker_ref"))))
@@ -291,7 +282,8 @@ def _spec(raw: Mapping[str, Any], defaults: Mapping[str, str] | None = None) -> 
         workload=Workload.from_json(workload),
         group=_group(raw),
         target_version=version,
-        target_timeouts=_target_timeouts(raw),
+        # as spec.json wrote them: they made its schedule, an incident's is given
+        target_timeouts=timeouts_from_json(raw.get("target_timeouts", {})),
     )
     check_names(_table(raw, "group", _names(GroupSettings)), spec.topology.node_names)
     return dataclasses.replace(spec, schedule=canonical(tuple(ops)))
