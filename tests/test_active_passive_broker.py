@@ -5,6 +5,7 @@ after a total failure, and HA authentication."""
 
 from __future__ import annotations
 
+import io
 import re
 import signal
 import time
@@ -95,7 +96,7 @@ def _cluster(make_group: Callable[..., LocalGroup], size: int = 3, **extra: Any)
 
 
 def test_the_status_transitions_are_the_ha_modules() -> None:
-    log = OperationalLog("n1", open("/dev/null", "w"))  # noqa: SIM115
+    log = OperationalLog("n1", io.StringIO())
     tracker = StatusTracker(log)
     for status in (HaStatus.CATCHUP, HaStatus.READY, HaStatus.RECOVERING, HaStatus.ACTIVE):
         tracker.change(status)
@@ -123,7 +124,7 @@ def _mode(tmp_path: Path) -> ActivePassive:
             **AP,
         }
     )
-    log = OperationalLog("n1", open("/dev/null", "w"))  # noqa: SIM115
+    log = OperationalLog("n1", io.StringIO())
     group = Group(config, log, FrameLog(), _NoStore())  # type: ignore[arg-type]
     assert isinstance(group.mode, ActivePassive)
     return group.mode

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -129,7 +130,7 @@ class _NoStore:
 
 
 def _group(tmp_path: Path, **extra: Any) -> Group:
-    log = OperationalLog("n1", open("/dev/null", "w"))  # noqa: SIM115
+    log = OperationalLog("n1", io.StringIO())
     return Group(_config(tmp_path, **extra), log, FrameLog(), _NoStore())  # type: ignore[arg-type]
 
 
