@@ -48,6 +48,8 @@ __all__ = ["PATTERNS", "Pattern", "Step", "pattern_schedule", "patterns_for"]
 
 LONGEST_OUT_S = 8.0  # no node is out longer than this in a pattern
 TRIES = 16  # patterns tried before the schedule is left as it is
+HOST_CRASH = 0.8  # a master killed under lag dies as a host does: what it had in flight is lost
+STRAGGLER = 0.7  # lag on one replica's links alone (the replicas then differ), not on all
 
 
 @dataclass(frozen=True)
@@ -93,9 +95,9 @@ def _has(spec: RunSpec, kind_name: str) -> bool:
 
 def _lag(spec: RunSpec, rng: random.Random, start: float, length: float) -> list[Step]:
     """Replicas made to trail the master (as far as the rule lets a link be slowed and every
-    heartbeat still arrive in time): half the time every node link slowed alike, half the
-    time one replica alone behind its links to whichever node is master when the lag begins
-    (the others keep up: the replicas then differ, as a straggler's do)."""
+    heartbeat still arrive in time): now and then every node link slowed alike, most of the
+    time (STRAGGLER) one replica alone behind its links to whichever node is master when the
+    lag begins (the others keep up: the replicas then differ, as a straggler's do)."""
     ap = spec.group.is_active_passive
     bound = inside_link_heartbeat_ms(spec) if ap else below_election_timeout_ms(spec)
     latency = rng.randint(max(20, bound // 4), max(20, bound * 3 // 4))
@@ -113,19 +115,19 @@ def _lag(spec: RunSpec, rng: random.Random, start: float, length: float) -> list
 
 def _lagging_links(spec: RunSpec, rng: random.Random) -> list[str]:
     nodes = spec.topology.node_names
-    if len(nodes) >= 3 and rng.random() < 0.5:
+    if len(nodes) >= 3 and rng.random() < STRAGGLER:
         straggler = f"@replica:{rng.randint(1, len(nodes) - 1)}"
         return [node_link("@master", straggler), node_link(straggler, "@master")]
     return [node_link(a, b) for a in nodes for b in nodes if a != b]
 
 
 def _crash(spec: RunSpec, rng: random.Random, at: float, length: float) -> list[Step]:
-    """The master killed at `at` for `length`; half of the time as a host's crash: its node
+    """The master killed at `at` for `length`; mostly (HOST_CRASH) as a host's crash: its node
     links cut from a moment before until it is back, so that what it had in flight to its
     replicas (a slowed link's backlog in the proxies) dies with it instead of reaching them
     after its death (random_rule.CRASH_LEAD_S: the rule counts the two as one node out)."""
     kill = Step("kill", "@master", at, length)
-    if not _has(spec, "node latency") or not _can_cut(spec) or rng.random() >= 0.5:
+    if not _has(spec, "node latency") or not _can_cut(spec) or rng.random() >= HOST_CRASH:
         return [kill]
     lead = CRASH_LEAD_S
     return [Step("isolate", "@master", round(at - lead, 3), round(length + lead, 3)), kill]

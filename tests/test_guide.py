@@ -121,10 +121,9 @@ def test_new_behaviour_joins_the_corpus_and_is_mutated_next() -> None:
     p = proposals[0]
     again = guide.observe(Seen(p.number, p.cell, frozenset({"a"})))
     assert again.entry is None and again.point.new == ()
-    assert (first.origin, p.origin) == ("pattern", "fresh")  # the warm-up's turns
-    arm = guide.stats()["arms"][p.origin]
-    assert (arm["runs"], arm["paid"]) == (1, 0)  # this one did not pay
-    assert guide.stats()["arms"]["pattern"]["paid"] == 1  # run 1 did
+    assert (first.origin, p.origin) == ("pattern", "pattern")  # the warm-up's turns
+    arm = guide.stats()["arms"]["pattern"]
+    assert (arm["runs"], arm["paid"]) == (2, 1)  # run 1 paid, this one did not
 
 
 def test_cells_of_other_scenarios_run_their_seeds() -> None:
@@ -172,7 +171,7 @@ def test_arms_are_fresh_and_every_operator() -> None:
 
 
 @pytest.mark.parametrize("seed", [3, 4, 5])
-def test_a_cells_first_runs_are_patterns_and_fresh_draws_in_turn(seed: int) -> None:
+def test_a_cells_first_runs_are_mostly_patterns_and_one_fresh_draw(seed: int) -> None:
     request = _cells()
     cells, _ = request.cells()
     guide = CoverageGuide(seed, SHARD)
@@ -184,7 +183,7 @@ def test_a_cells_first_runs_are_patterns_and_fresh_draws_in_turn(seed: int) -> N
             assert proposal.patterns  # a schedule of HA failure patterns, named
         guide.observe(Seen(number, draw.cell, frozenset({f"x{number}"})))
     # whatever the guide's seed: no bandit decides before it has seen both ways
-    assert origins == ["pattern", "fresh", "pattern", "fresh"]
+    assert origins == ["pattern", "pattern", "fresh", "pattern"]
     assert len(guide.corpus[cells[0]]) == WARMUP
 
 

@@ -31,6 +31,7 @@ _CAMPAIGN = (
     "coverage",
     "corpus",
     "workloads",
+    "run_settings",
     "windows",
     "danger",
 )

@@ -14,12 +14,13 @@ mutation (lab.campaign.mutations) of a corpus entry (lab.campaign.corpus) — a 
 reached behaviour its cell had not shown — chosen by bandits (lab.campaign.bandit: one among
 those three ways, one among the operators) rewarded when a run pays (Corpus.paid: new
 behaviour a minute at least as fast as the cell's typical run lately). A cell's first WARMUP
-runs are schedules of HA failure patterns and fresh draws in turn, a pattern first
-(`warmup_way`), so its corpus starts from diverse seeds and from the patterns' schedules
-before any bandit has evidence, and `add` and `stack` favour the
-kinds of fault the cell has run least. A mutation is kept only when candidate_problem finds
-nothing (the spec checker, the preflight, `random`'s rule, an affordable workload);
-otherwise it is discarded and counted, and after MAX_TRIES the run is a fresh draw. Cells
+runs are schedules of HA failure patterns but for one fresh draw, the third (`warmup_way`),
+so its corpus starts from diverse seeds and from the patterns' schedules before any bandit
+has evidence; a pattern run's settings are drawn too (lab.campaign.run_settings), and `add`
+and `stack` favour the kinds of fault the cell has run least. A mutation is kept only when
+candidate_problem finds nothing (the spec checker, the preflight, `random`'s rule, an
+affordable workload); otherwise it is discarded and counted, and after MAX_TRIES the run is
+a fresh draw. Cells
 of other scenarios run their seeds, as with `random`. Every guided run is an ordinary run
 of `random` with an explicit schedule and workload in its spec.json (`lab replay FOLDER`
 repeats it).
@@ -47,6 +48,7 @@ from lab.campaign.danger import danger_score
 from lab.campaign.failures import failure_id
 from lab.campaign.mutations import OPERATORS, mutate
 from lab.campaign.plan import GUIDES, Cell, Draw, Shard
+from lab.campaign.run_settings import draw_settings
 from lab.campaign.workloads import draw_heavy_workload, draw_workload
 from lab.ground.errors import UsageError
 from lab.ground.spec import RunSpec
@@ -75,7 +77,7 @@ GUIDED_SCENARIOS = frozenset({"random"})  # whose rule a mutated schedule is che
 WAYS = ("fresh", "directed", "pattern", "mutate")
 ARMS = ("fresh", "directed", "pattern", *OPERATORS)  # what a run is made by (campaign.json)
 MAX_TRIES = 12  # candidates of one operator tried before the run is a fresh draw
-WARMUP = 4  # a cell's first runs: patterns and fresh draws in turn (warmup_way)
+WARMUP = 4  # a cell's first runs: mostly patterns, one fresh draw (warmup_way)
 Check = Callable[[RunSpec], str | None]
 
 
@@ -267,11 +269,12 @@ class CoverageGuide:
 
     def _pattern(self, number: int, draw: Draw) -> Proposal:
         """A schedule of HA failure patterns (scenarios.random_patterns) inside `random`'s
-        rule, under a workload drawn heavy half of the time (replicas fall further behind)."""
+        rule, under a workload drawn heavy half of the time (replicas fall further behind)
+        and settings drawn too (lab.campaign.run_settings: durability, a commit's timeout)."""
         base = seed_spec(draw.cell, draw.seed)
         heavy = self.rng.random() < 0.5
         workload = (draw_heavy_workload if heavy else draw_workload)(base.workload, self.rng)
-        loaded = replace(base, workload=workload)
+        loaded = draw_settings(replace(base, workload=workload), self.rng)
         schedule, names = pattern_schedule(loaded, self.rng)
         if not names:  # no pattern fits this cell's target and backend: nothing was made
             return self._fresh(number, draw, 0)
@@ -364,12 +367,13 @@ class CoverageGuide:
 
 
 def warmup_way(proposed: int) -> str:
-    """A cell's `proposed`-th run in its warm-up: patterns and fresh draws in turn, a pattern
-    first. Every early run shows new behaviour whatever made it, so a bandit rewarded for
+    """A cell's `proposed`-th run in its warm-up: two pattern draws, a fresh draw, a pattern
+    draw. Every early run shows new behaviour whatever made it, so a bandit rewarded for
     novelty learns nothing in those runs but chance — and a way that lost the first draws
-    could go unplayed for a whole short campaign. In turn, both ways are played from the
-    start; the bandit chooses once the warm-up is over."""
-    return "pattern" if proposed % 2 == 1 else "fresh"
+    could go unplayed for a whole short campaign. Both ways are played from the start, the
+    patterns (the shapes real HA failures took) more; the bandit chooses once the warm-up is
+    over."""
+    return "fresh" if proposed == 3 else "pattern"
 
 
 def make_guide(name: str, seed: int, shard: Shard, check: Check = candidate_problem) -> Guide:

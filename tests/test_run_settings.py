@@ -1,0 +1,65 @@
+"""A guided pattern run's settings, drawn: only inside the promise its prediction rests on."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+
+from lab.campaign.candidates import candidate_problem, seed_spec
+from lab.campaign.guide import WARMUP, warmup_way
+from lab.campaign.plan import Cell
+from lab.campaign.run_settings import draw_settings
+from scenarios.random_patterns import pattern_schedule
+from scenarios.random_rule import rule_problem
+
+GROUP = Cell("random", "broker_ref", "process", "replicated-group")
+CLUSTER = Cell("random", "broker_ref", "process", "active-passive")
+
+
+def test_drawn_settings_keep_the_majority_and_only_shorten_timeouts() -> None:
+    base = seed_spec(GROUP, 1)
+    rng = random.Random(7)
+    drawn = [draw_settings(base, rng) for _ in range(200)]
+    assert {d.durability.ack_policy for d in drawn} == {"SIMPLE_MAJORITY"}
+    assert all(
+        d.group.insufficient_replicas_timeout_s <= base.group.insufficient_replicas_timeout_s
+        for d in drawn
+    )
+    triplets = {d.durability.triplet for d in drawn}
+    assert base.durability.triplet in triplets  # left as it was some of the time
+    assert "SYNC,SYNC,SIMPLE_MAJORITY" in triplets and len(triplets) >= 4
+    assert any(d.group.insufficient_replicas_timeout_s < 5.0 for d in drawn)
+    assert all(candidate_problem(d) is None for d in drawn[:20])  # the checker accepts them
+
+
+def test_a_cluster_and_a_target_with_its_own_timeouts_keep_their_settings() -> None:
+    rng = random.Random(3)
+    cluster = seed_spec(CLUSTER, 1)
+    assert all(draw_settings(cluster, rng) == cluster for _ in range(50))
+    own = replace(seed_spec(GROUP, 1), target_timeouts=(("election timeout", 6.0),))
+    assert all(draw_settings(own, rng) == own for _ in range(50))
+
+
+def test_the_same_seed_draws_the_same_settings() -> None:
+    base = seed_spec(GROUP, 2)
+    first = [draw_settings(base, random.Random(11)) for _ in range(3)]
+    again = [draw_settings(base, random.Random(11)) for _ in range(3)]
+    assert first == again
+
+
+def test_copies_on_disk_open_the_patterns_that_take_two_nodes_out() -> None:
+    base = seed_spec(GROUP, 1)
+    on_disk = replace(
+        base, durability=replace(base.durability, master_sync="WRITE_NO_SYNC", replica_sync="SYNC")
+    )
+    weights = {"two-out-on-disk": 1000.0}
+    _, in_memory = pattern_schedule(base, random.Random(5), weights)
+    schedule, names = pattern_schedule(on_disk, random.Random(5), weights)
+    assert "two-out-on-disk" not in in_memory
+    assert "two-out-on-disk" in names
+    assert rule_problem(on_disk.with_schedule(schedule)) is None
+
+
+def test_the_warm_up_plays_mostly_patterns_and_one_fresh_draw() -> None:
+    ways = [warmup_way(n) for n in range(1, WARMUP + 1)]
+    assert ways[0] == "pattern" and ways.count("fresh") == 1 and ways.count("pattern") >= 3
