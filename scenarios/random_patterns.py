@@ -262,9 +262,14 @@ def _primary_crash_under_lag(spec: RunSpec, rng: random.Random, at: float) -> li
 
 
 def _backup_catchup_then_primary_crash(spec: RunSpec, rng: random.Random, at: float) -> list[Step]:
-    """A backup killed and restarted, so it catches up (behind a narrow link), and the
-    primary killed as soon as the rule allows: while that backup may still be catching up."""
-    away = Step(rng.choice(("kill", "pause")), "@replica:1", at, _out_s(spec, rng))
+    """A backup killed (or frozen) and brought back behind a narrow link from the primary, so
+    that its catch-up lasts, and the primary killed as soon as the rule allows: while that
+    backup may still be catching up. Without a narrow link the catch-up of a few megabytes
+    ends well within the quiet the rule asks between two brokers taken out, and the
+    primary dies beside ready backups only."""
+    backup = f"@replica:{rng.randint(1, max(1, spec.topology.nodes - 1))}"
+    start = at + uniform(rng, 0.5, 1.5)
+    away = Step("kill" if rng.random() < 0.7 else "pause", backup, start, _out_s(spec, rng))
     kill = Step(
         "kill",
         "@master",
@@ -273,7 +278,12 @@ def _backup_catchup_then_primary_crash(spec: RunSpec, rng: random.Random, at: fl
         when="catchup",
         within_s=round(uniform(rng, 0.5, 3.0), 3),
     )
-    return _lagged(spec, rng, at, [away, kill], chance=0.8)
+    if not _has(spec, "node bandwidth"):
+        return _lagged(spec, rng, at, [away, kill], chance=0.8)
+    rate = {"rate_kbs": rng.randint(128, 256)}
+    until = round(kill.end_s - at + uniform(rng, 0.1, 0.5), 3)
+    links = (node_link("@master", backup), node_link(backup, "@master"))
+    return [*(Step("bandwidth", link, at, until, dict(rate)) for link in links), away, kill]
 
 
 def _new_primary_hit(spec: RunSpec, rng: random.Random, at: float) -> list[Step]:

@@ -112,8 +112,8 @@ def test_lag_is_every_link_alike_or_one_straggler_behind_the_master(cell: Cell) 
 
 @pytest.mark.parametrize("cell", [GROUP, AP], ids=["group", "active-passive"])
 def test_a_master_under_lag_is_sometimes_killed_as_a_host_crashes(cell: Cell) -> None:
-    """Half of the lag-then-crash kills take the master's node links with it, so that a
-    slowed link's backlog dies with the master instead of reaching the straggler."""
+    """Most lag-then-crash kills take the master's node links with it, so that a slowed
+    link's backlog dies with the master instead of reaching the straggler."""
     crashes = plain = 0
     for seed in range(100):
         schedule, _names = pattern_schedule(seed_spec(cell, seed), random.Random(seed))
@@ -129,6 +129,31 @@ def test_a_master_under_lag_is_sometimes_killed_as_a_host_crashes(cell: Cell) ->
             crashes += bool(companion)
             plain += not companion
     assert crashes and plain, (crashes, plain)
+
+
+def test_a_backup_taken_out_catches_up_behind_a_narrow_link_when_the_primary_dies() -> None:
+    """The catch-up pattern slows the links between the primary and the backup it takes out,
+    from before the backup goes until after the primary's kill, so that the catch-up lasts
+    past the quiet the rule asks between two brokers taken out."""
+    name = "backup-catchup-then-primary-crash"
+    seen = 0
+    for seed in range(30):
+        spec = seed_spec(AP, seed)
+        schedule, names = pattern_schedule(spec, random.Random(seed), {name: 1000.0})
+        if names[:1] != (name,):
+            continue
+        windows = windows_of(schedule)
+        away = next(w for w in windows if w.fault in ("kill", "pause") and w.target != "@master")
+        primary = next(w for w in windows if w.fault == "kill" and w.target == "@master")
+        narrow = [w for w in windows if w.fault == "bandwidth" and w.start_s <= away.start_s]
+        assert {w.target for w in narrow} == {
+            f"@master_to_{away.target}",
+            f"{away.target}_to_@master",
+        }
+        assert all(w.end_s is not None and w.end_s >= primary.start_s for w in narrow)
+        assert rule_problem(spec.with_schedule(schedule)) is None
+        seen += 1
+    assert seen >= 20
 
 
 def test_a_target_with_failure_detection_of_its_own_has_windows_drawn_against_it() -> None:
