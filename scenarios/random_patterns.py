@@ -32,7 +32,7 @@ from lab.ground.topology import node_link
 from scenarios.base import fault_when, fault_window, uniform
 from scenarios.random_faults import FIRST_AT_S, LAST_HEAL_BEFORE_END_S, SHORTEST_S
 from scenarios.random_rule import AP_QUIET_S, CRASH_LEAD_S, QUIET_S, rule_problem
-from scenarios.random_timeouts import Timeout, timeouts_of, window_s
+from scenarios.random_timeouts import timeouts_of, window_s
 from scenarios.random_vocabulary import (
     AP_LIGHT,
     GROUP_LIGHT,
@@ -394,8 +394,3 @@ def pattern_schedule(
         names.append(pattern.name)
         at = round(max(s.end_s for s in steps) + _quiet(spec, rng), 3)
     return canonical(ops), tuple(names)
-
-
-def described(timeouts: tuple[Timeout, ...]) -> str:
-    """The timeouts as one line, for a run's progress and the docs."""
-    return ", ".join(f"{t.name} {t.seconds:g} s" for t in timeouts)
