@@ -50,6 +50,7 @@ LONGEST_OUT_S = 8.0  # no node is out longer than this in a pattern
 TRIES = 16  # patterns tried before the schedule is left as it is
 HOST_CRASH = 0.8  # a master killed under lag dies as a host does: what it had in flight is lost
 STRAGGLER = 0.7  # lag on one replica's links alone (the replicas then differ), not on all
+NARROW_KBS = (128, 256)  # a narrow node link's rate (KB/s): the stream flows, a backlog lasts
 
 
 @dataclass(frozen=True)
@@ -103,7 +104,7 @@ def _lag(spec: RunSpec, rng: random.Random, start: float, length: float) -> list
     latency = rng.randint(max(20, bound // 4), max(20, bound * 3 // 4))
     jitter = rng.randint(0, max(0, bound - latency - 1) // 4)
     throttle = ap and rng.random() < 0.5  # an active-passive backup behind a narrow link
-    rate = rng.randint(128, 256)
+    rate = rng.randint(*NARROW_KBS)
     if throttle:
         toxic: tuple[str, dict[str, int | float | str | bool]] = ("bandwidth", {"rate_kbs": rate})
     else:
@@ -280,7 +281,7 @@ def _backup_catchup_then_primary_crash(spec: RunSpec, rng: random.Random, at: fl
     )
     if not _has(spec, "node bandwidth"):
         return _lagged(spec, rng, at, [away, kill], chance=0.8)
-    rate = {"rate_kbs": rng.randint(128, 256)}
+    rate = {"rate_kbs": rng.randint(*NARROW_KBS)}
     until = round(kill.end_s - at + uniform(rng, 0.1, 0.5), 3)
     links = (node_link("@master", backup), node_link(backup, "@master"))
     return [*(Step("bandwidth", link, at, until, dict(rate)) for link in links), away, kill]

@@ -20,10 +20,9 @@ has evidence; a pattern run's settings are drawn too (lab.campaign.run_settings)
 and `stack` favour the kinds of fault the cell has run least. A mutation is kept only when
 candidate_problem finds nothing (the spec checker, the preflight, `random`'s rule, an
 affordable workload); otherwise it is discarded and counted, and after MAX_TRIES the run is
-a fresh draw. Cells
-of other scenarios run their seeds, as with `random`. Every guided run is an ordinary run
-of `random` with an explicit schedule and workload in its spec.json (`lab replay FOLDER`
-repeats it).
+a fresh draw. Cells of other scenarios run their seeds, as with `random`. Every guided run
+is an ordinary run of `random` with an explicit schedule, workload and settings in its
+spec.json (`lab replay FOLDER` repeats it).
 
 Every choice comes from the guide's own `random.Random` (seeded by the campaign's seed and
 shard) and the observations fed to it, so the same proposals and observations, in the same

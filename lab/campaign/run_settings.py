@@ -1,11 +1,11 @@
 """A guided run's own settings, drawn like its faults: durability and timeouts.
 
 A `random` run keeps its scenario's settings: every copy in memory (NO_SYNC,NO_SYNC,
-SIMPLE_MAJORITY), a commit that waits 5 s for its replicas, a backup dead after two missed
-link heartbeats of 1 s. Code that runs only under other settings is never reached, however
-the faults are drawn: the paths of a group whose copies are on disk (where `random`'s rule lets
-a second node go out at any time, so a replica may stall while the master dies), a commit that
-gives up on its replicas while its master still holds its role. Users run all of these; the
+SIMPLE_MAJORITY), a commit that waits 5 s for its replicas. Code that runs only under other
+settings is never reached, however the faults are drawn: the paths of a group whose copies
+are on disk (where `random`'s rule lets a second node go out at any time, so a replica may
+stall while the master dies), a commit that gives up on its replicas while its master still
+holds its role. Users run all of these; the
 settings a run may have are part of what a campaign explores.
 
 Only settings under which the run's prediction stays "no acknowledged message lost" are
@@ -31,10 +31,8 @@ from lab.ground.spec import Durability, RunSpec, SyncPolicy
 __all__ = ["DRAWN", "ON_DISK", "draw_settings"]
 
 DRAWN = 0.5  # how often a run's settings are drawn at all
-ON_DISK: tuple[SyncPolicy, ...] = (
-    "WRITE_NO_SYNC",
-    "SYNC",
-)  # sync policies under which a killed node keeps its copies
+# The sync policies under which a killed node keeps its copies.
+ON_DISK: tuple[SyncPolicy, ...] = ("WRITE_NO_SYNC", "SYNC")
 IN_MEMORY_SHARE = 0.4  # of drawn group runs: copies left in memory on both sides
 REPLICA_TIMEOUTS_S = (0.8, 1.5, 3.0)  # a commit's wait for replicas: within a lease and past it
 SHORTER_TIMEOUT_SHARE = 0.5
