@@ -4,12 +4,12 @@ so it is never confirmed). pika, imported here only.
 
 The queue is consumed (`basic.consume`, PREFETCH messages in flight); each message is recorded
 as `receive ok` (its AMQP message id; `redelivered` as the broker says) before it is
-acknowledged. Once nothing has come for QUIET_S, a `basic.get` asks the broker: a message is
-recorded like the others; `get-empty` confirms the queue empty, and the consumer is cancelled:
-`drain ok` when nothing was left in flight to it (else it consumes on). A lost connection moves
-on to the next address of the failover list (what was delivered and not yet acknowledged is
-redelivered, and recorded again: a duplicate, never a loss); not confirmed within the
-deadline: `drain info` with the reason.
+acknowledged. Once nothing has come for QUIET_S, `basic.get`s ask the broker until it answers
+`get-empty` (each message recorded like the others); a first `get-empty` confirms the queue
+empty, and the consumer is cancelled: `drain ok` when nothing was left in flight to it (else it
+consumes on). A lost connection moves on to the next address of the failover list (what was
+delivered and not yet acknowledged is redelivered, and recorded again: a duplicate, never a
+loss); not confirmed within the deadline: `drain info` with the reason.
 """
 
 from __future__ import annotations
@@ -80,16 +80,35 @@ def _emptied(
                 continue
             if clock() >= deadline:
                 break
-            got, got_properties, _ = channel.basic_get(name, auto_ack=False)
-            if got is not None:
-                record(got, got_properties)
-                channel.basic_ack(got.delivery_tag)
+            if _got_any(channel, name, deadline, clock, record):
                 continue
             if channel.cancel() == 0:  # nothing was in flight to the consumer
                 return True
             break  # what was in flight went back to the queue: consume again
     channel.cancel()
     return False
+
+
+def _got_any(
+    channel: Any,
+    name: str,
+    deadline: float,
+    clock: Callable[[], float],
+    record: Callable[[Any, Any], None],
+) -> bool:
+    """Get until the queue answers empty (or the deadline), each message recorded, then
+    acknowledged; whether any came. One get per quiet would drain a queue whose consumer is
+    given nothing at two messages a second: a quorum queue member whose log could not be
+    written (a full disk) still answers gets, and its consumers get nothing."""
+    got_any = False
+    while clock() < deadline:
+        got, properties, _ = channel.basic_get(name, auto_ack=False)
+        if got is None:
+            return got_any
+        record(got, properties)
+        channel.basic_ack(got.delivery_tag)
+        got_any = True
+    return got_any
 
 
 def drain_by_get(
