@@ -5,11 +5,13 @@ so it is never confirmed). pika, imported here only.
 The queue is consumed (`basic.consume`, PREFETCH messages in flight); each message is recorded
 as `receive ok` (its AMQP message id; `redelivered` as the broker says) before it is
 acknowledged. Once nothing has come for QUIET_S, `basic.get`s ask the broker until it answers
-`get-empty` (each message recorded like the others); a first `get-empty` confirms the queue
-empty, and the consumer is cancelled: `drain ok` when nothing was left in flight to it (else it
-consumes on). A lost connection moves on to the next address of the failover list (what was
-delivered and not yet acknowledged is redelivered, and recorded again: a duplicate, never a
-loss); not confirmed within the deadline: `drain info` with the reason.
+`get-empty` (each message recorded like the others); a first `get-empty` cancels the consumer
+(it consumes on when something was still in flight to it), and the channel is closed, so that
+what the broker had given the consumer and never delivered goes back to the queue; gets on a
+fresh channel then answer `get-empty` (`drain ok`) or give what was left. A lost connection
+moves on to the next address of the failover list (what was delivered and not yet acknowledged
+is redelivered, and recorded again: a duplicate, never a loss); not confirmed within the
+deadline: `drain info` with the reason.
 """
 
 from __future__ import annotations
@@ -70,8 +72,8 @@ def _emptied(
     clock: Callable[[], float],
     record: Callable[[Any, Any], None],
 ) -> bool:
-    """Consume until a get finds the queue empty with nothing in flight (True), or the
-    deadline (False); every message recorded, then acknowledged."""
+    """Consume until gets find the queue empty with nothing in flight (True), or the deadline
+    (False); every message recorded, then acknowledged."""
     while clock() < deadline:
         for method, properties, _body in channel.consume(name, inactivity_timeout=QUIET_S):
             if method is not None:
@@ -80,7 +82,8 @@ def _emptied(
                 continue
             if clock() >= deadline:
                 break
-            if _got_any(channel, name, deadline, clock, record):
+            got, _ = _get_until_empty(channel, name, deadline, clock, record)
+            if got:
                 continue
             if channel.cancel() == 0:  # nothing was in flight to the consumer
                 return True
@@ -89,26 +92,43 @@ def _emptied(
     return False
 
 
-def _got_any(
+def _get_until_empty(
+    channel: Any,
+    name: str,
+    deadline: float,
+    clock: Callable[[], float],
+    record: Callable[[Any, Any], None],
+) -> tuple[int, bool]:
+    """Get until the queue answers empty (or the deadline), each message recorded, then
+    acknowledged: how many came, and whether the queue answered empty. One get per quiet
+    would drain a queue whose consumer is given nothing at two messages a second: a quorum
+    queue member whose log could not be written (a full disk) still answers gets, and its
+    consumers get nothing."""
+    got = 0
+    while clock() < deadline:
+        method, properties, _ = channel.basic_get(name, auto_ack=False)
+        if method is None:
+            return got, True
+        record(method, properties)
+        channel.basic_ack(method.delivery_tag)
+        got += 1
+    return got, False
+
+
+def _confirmed_empty(
+    connection: Any,
     channel: Any,
     name: str,
     deadline: float,
     clock: Callable[[], float],
     record: Callable[[Any, Any], None],
 ) -> bool:
-    """Get until the queue answers empty (or the deadline), each message recorded, then
-    acknowledged; whether any came. One get per quiet would drain a queue whose consumer is
-    given nothing at two messages a second: a quorum queue member whose log could not be
-    written (a full disk) still answers gets, and its consumers get nothing."""
-    got_any = False
-    while clock() < deadline:
-        got, properties, _ = channel.basic_get(name, auto_ack=False)
-        if got is None:
-            return got_any
-        record(got, properties)
-        channel.basic_ack(got.delivery_tag)
-        got_any = True
-    return got_any
+    """Whether the queue is empty once `channel` is closed: what the broker had given its
+    consumer and no client ever received (a member that takes messages for a consumer and
+    delivers none of them) goes back to the queue only then, so gets on a channel with no
+    consumer have the last word."""
+    channel.close()
+    return _get_until_empty(connection.channel(), name, deadline, clock, record)[1]
 
 
 def drain_by_get(
@@ -144,7 +164,8 @@ def drain_by_get(
             channel = connection.channel()
             channel.basic_qos(prefetch_count=PREFETCH)
             record = functools.partial(_record, writer, node)
-            if _emptied(channel, name, deadline, clock, record):
+            emptied = _emptied(channel, name, deadline, clock, record)
+            if emptied and _confirmed_empty(connection, channel, name, deadline, clock, record):
                 writer.write("ok", "drain", None, node=node)
                 return
         except (pika.exceptions.AMQPError, OSError) as exc:

@@ -53,6 +53,10 @@ CONTAINER_ETC = "/etc/lab/rabbitmq"  # the node's files and HOME in its containe
 CONTAINER_TAR = "/etc/lab/rabbitmq.tar"
 EPMD_SERVICE = "epmd"
 MIRRORING_POLICY = "lab-mirrored"
+# How long a node's role may take to read: while a member's node is down and not yet found
+# so, RabbitMQ's management API answers a queue's view only after its own 2 s wait for that
+# member (seen in containers, where a killed node's peers learn of it late).
+STATUS_TIMEOUT_S = 3.0
 
 
 def _node_files(folder: Path, files: dict[str, str]) -> None:
@@ -282,7 +286,7 @@ class RabbitMQTarget:
 
     # -- management and logs -------------------------------------------------------------------
 
-    def status(self, node: NodePlan, timeout_s: float = 1.0) -> NodeStatus | None:
+    def status(self, node: NodePlan, timeout_s: float = STATUS_TIMEOUT_S) -> NodeStatus | None:
         try:
             view = self.api(node, timeout_s).queue(QUEUE)
         except ClusterError:
