@@ -147,9 +147,10 @@ class Nemesis:
             self._strike(struck)
 
     def _prepare(self, op: FaultOp, roles: dict[str, str | None] | None = None) -> _Struck | None:
-        """Resolve the op's selector, push its heal, and say it starts (nothing applied yet);
-        `roles`: the nodes' roles read once for a moment's starts. None: its selector found
-        no node, and the step is skipped (recorded, and said in a `fault.skipped` event)."""
+        """Resolve the op's selector, push its heal, read the transactions before it (when it
+        reads them) and say it starts (nothing applied yet); `roles`: the nodes' roles read
+        once for a moment's starts. None: its selector found no node, and the step is skipped
+        (recorded, and said in a `fault.skipped` event)."""
         fault = self.faults[op.fault]
         roles = self._roles() if roles is None else roles
         try:
@@ -166,6 +167,10 @@ class Nemesis:
             raise
         # The heal goes on the stack first: if apply half-works or raises, it still runs.
         self.heals.push(resolved, lambda: fault.heal(self.cluster, resolved))
+        reads = op.fault in READS_TRANSACTIONS and self.reads_between
+        if reads:  # before `fault.start`, the moment the judge counts from: a slow read (a
+            # node's management API waiting on a dead peer) must not come between the two
+            self._transactions(op.id, "before")
         extra: dict[str, Any] = {} if roles is None else {"roles": roles}
         if resolved.target != op.target:
             extra["selector"] = op.target
@@ -178,13 +183,10 @@ class Nemesis:
             params=dict(resolved.params),
             **extra,
         )
-        reads = op.fault in READS_TRANSACTIONS and self.reads_between
         return _Struck(op, fault, resolved, reads)
 
     def _strike(self, struck: _Struck) -> None:
         op, fault, resolved = struck.planned, struck.fault, struck.resolved
-        if struck.reads:
-            self._transactions(op.id, "before")
         try:
             fault.apply(self.cluster, resolved)
         except LabError as exc:

@@ -165,3 +165,37 @@ def test_a_run_whose_master_is_missing_goes_on_and_says_why(
     kinds = [(e["kind"], e.get("id")) for e in outcome.events if e["kind"].startswith("fault.")]
     assert kinds == [("fault.start", "f1"), ("fault.skipped", "f2"), ("fault.end", "f1")]
     assert outcome.check.acknowledged > 0 and outcome.check.lost.count == 0
+
+
+class _Reporting(_Group):
+    """A group whose nodes report their last transaction."""
+
+    def statuses(self) -> dict[str, Any]:
+        from lab.ground.nodes import NodeStatus
+
+        return {
+            n: NodeStatus(name=n, role=r or "WAITING", last_transaction_id=7)
+            for n, r in self._roles.items()
+        }
+
+
+class _Kill(NoFault):
+    kind = "kill"
+
+    def __init__(self, events: _Recorded) -> None:
+        self._events = events
+
+    def apply(self, cluster: object, op: Any) -> None:
+        self._events.emit("applied", op.target)
+
+
+def test_a_kill_says_it_starts_after_the_transactions_read_before_it() -> None:
+    """The judge counts from `fault.start`: a slow read of the nodes (a management API that
+    waits on a dead peer) must come before it, not between it and the kill."""
+    group = _Reporting({"n1": "MASTER", "n2": "REPLICA"})
+    events = _Recorded()
+    with Nemesis(group, faults={"kill": _Kill(events)}, events=events) as nemesis:
+        nemesis.start(fault_window("kill", "@master", 0.0, 1.0, "f1")[0])
+    kinds = [(e["kind"], e.get("moment")) for e in events.emitted]
+    assert kinds.index(("node.txid", "before")) < kinds.index(("fault.start", None))
+    assert kinds.index(("fault.start", None)) + 1 == kinds.index(("applied", None))
