@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import warnings
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -21,6 +22,7 @@ from lab.judge.deviations import (
     Condition,
     Declarations,
     Deviation,
+    DeviationNotSeen,
     DeviationOutcome,
     Matcher,
     assess,
@@ -385,3 +387,13 @@ def test_lab_run_does_not_warn_of_a_deviation_earlier_sessions_also_missed(
     assert _execute(fake.spec, SimpleNamespace(), tmp_path) == 0  # type: ignore[arg-type]
     out, err = capsys.readouterr()
     assert NOT_SEEN_AS_BEFORE in out.splitlines()[1] and "WARNING" not in err
+
+
+def test_a_held_run_of_a_declared_deviation_warns_under_the_suites_warnings_as_errors() -> None:
+    """The suite turns warnings from the lab's own modules into errors (pyproject.toml); the
+    warning that a declared deviation was not seen must stay a warning (lab_deviation fails
+    only with --lab-strict-deviations). Issued as from a scenario test's module."""
+    code = "import warnings\nwarnings.warn(Warned('fixed upstream?'))"
+    with warnings.catch_warnings(record=True) as seen:
+        exec(code, {"__name__": "scenarios.test_scenarios", "Warned": DeviationNotSeen})
+    assert [type(w.message) for w in seen] == [DeviationNotSeen]
