@@ -20,6 +20,7 @@ import contextlib
 import functools
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -65,24 +66,33 @@ def _record(writer: OpWriter, node: str | None, method: Any, properties: Any) ->
     )
 
 
-def _emptied(
-    channel: Any,
-    name: str,
-    deadline: float,
-    clock: Callable[[], float],
-    record: Callable[[Any, Any], None],
-) -> bool:
+@dataclass(frozen=True)
+class _Drain:
+    """What one drain reads with: the queue's name, its deadline on `clock`, and how a
+    message is recorded (before it is acknowledged)."""
+
+    name: str
+    deadline: float
+    clock: Callable[[], float]
+    record: Callable[[Any, Any], None]
+
+    @property
+    def in_time(self) -> bool:
+        return self.clock() < self.deadline
+
+
+def _emptied(channel: Any, drain: _Drain) -> bool:
     """Consume until gets find the queue empty with nothing in flight (True), or the deadline
     (False); every message recorded, then acknowledged."""
-    while clock() < deadline:
-        for method, properties, _body in channel.consume(name, inactivity_timeout=QUIET_S):
+    while drain.in_time:
+        for method, properties, _body in channel.consume(drain.name, inactivity_timeout=QUIET_S):
             if method is not None:
-                record(method, properties)
+                drain.record(method, properties)
                 channel.basic_ack(method.delivery_tag)
                 continue
-            if clock() >= deadline:
+            if not drain.in_time:
                 break
-            got, _ = _get_until_empty(channel, name, deadline, clock, record)
+            got, _ = _get_until_empty(channel, drain)
             if got:
                 continue
             if channel.cancel() == 0:  # nothing was in flight to the consumer
@@ -92,43 +102,30 @@ def _emptied(
     return False
 
 
-def _get_until_empty(
-    channel: Any,
-    name: str,
-    deadline: float,
-    clock: Callable[[], float],
-    record: Callable[[Any, Any], None],
-) -> tuple[int, bool]:
+def _get_until_empty(channel: Any, drain: _Drain) -> tuple[int, bool]:
     """Get until the queue answers empty (or the deadline), each message recorded, then
     acknowledged: how many came, and whether the queue answered empty. One get per quiet
     would drain a queue whose consumer is given nothing at two messages a second: a quorum
     queue member whose log could not be written (a full disk) still answers gets, and its
     consumers get nothing."""
     got = 0
-    while clock() < deadline:
-        method, properties, _ = channel.basic_get(name, auto_ack=False)
+    while drain.in_time:
+        method, properties, _ = channel.basic_get(drain.name, auto_ack=False)
         if method is None:
             return got, True
-        record(method, properties)
+        drain.record(method, properties)
         channel.basic_ack(method.delivery_tag)
         got += 1
     return got, False
 
 
-def _confirmed_empty(
-    connection: Any,
-    channel: Any,
-    name: str,
-    deadline: float,
-    clock: Callable[[], float],
-    record: Callable[[Any, Any], None],
-) -> bool:
+def _confirmed_empty(connection: Any, channel: Any, drain: _Drain) -> bool:
     """Whether the queue is empty once `channel` is closed: what the broker had given its
     consumer and no client ever received (a member that takes messages for a consumer and
     delivers none of them) goes back to the queue only then, so gets on a channel with no
     consumer have the last word."""
     channel.close()
-    return _get_until_empty(connection.channel(), name, deadline, clock, record)[1]
+    return _get_until_empty(connection.channel(), drain)[1]
 
 
 def drain_by_get(
@@ -163,9 +160,8 @@ def drain_by_get(
         try:
             channel = connection.channel()
             channel.basic_qos(prefetch_count=PREFETCH)
-            record = functools.partial(_record, writer, node)
-            emptied = _emptied(channel, name, deadline, clock, record)
-            if emptied and _confirmed_empty(connection, channel, name, deadline, clock, record):
+            drain = _Drain(name, deadline, clock, functools.partial(_record, writer, node))
+            if _emptied(channel, drain) and _confirmed_empty(connection, channel, drain):
                 writer.write("ok", "drain", None, node=node)
                 return
         except (pika.exceptions.AMQPError, OSError) as exc:

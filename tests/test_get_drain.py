@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any
 
-from clients.get_drain import _confirmed_empty, _emptied, queue_name
+from clients.get_drain import _confirmed_empty, _Drain, _emptied, queue_name
 
 
 class Queue:
@@ -80,15 +80,10 @@ def _clock() -> Any:
 
 def _drain(channel: Channel, deadline: float = 100_000.0) -> tuple[bool, list[str]]:
     seen: list[str] = []
-    clock = _clock()
-    emptied = _emptied(
-        channel, "lab", deadline, clock, lambda _m, props: seen.append(props.message_id)
+    drain = _Drain("lab", deadline, _clock(), lambda _m, props: seen.append(props.message_id))
+    emptied = _emptied(channel, drain) and _confirmed_empty(
+        Connection(channel.queue), channel, drain
     )
-    if emptied:
-        connection = Connection(channel.queue)
-        emptied = _confirmed_empty(
-            connection, channel, "lab", deadline, clock, lambda _m, p: seen.append(p.message_id)
-        )
     return emptied, seen
 
 

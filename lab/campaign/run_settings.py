@@ -5,8 +5,8 @@ SIMPLE_MAJORITY), a commit that waits 5 s for its replicas. Code that runs only 
 settings is never reached, however the faults are drawn: the paths of a group whose copies
 are on disk (where `random`'s rule lets a second node go out at any time, so a replica may
 stall while the master dies), a commit that gives up on its replicas while its master still
-holds its role. Users run all of these; the
-settings a run may have are part of what a campaign explores.
+holds its role. Users run all of these; the settings a run may have are part of what a
+campaign explores.
 
 Only settings under which the run's prediction stays "no acknowledged message lost" are
 drawn: the ack policy stays SIMPLE_MAJORITY (a commit waits for a majority), sync policies
