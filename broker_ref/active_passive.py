@@ -11,7 +11,8 @@ elect themselves; a cluster manager promotes exactly one.
     active     the primary, serving clients
 
 The primary settles a message only when every ready backup has acknowledged it (or a
-consumer took it first: commit_path.py counts those). A backup not heard from for twice
+consumer took it first: commit_path.py counts those), and a backup still catching up has
+acknowledged it if it came after that backup's catch-up target. A backup not heard from for twice
 `link-heartbeat-interval` is dead to the primary, which then stops waiting for it and drops
 its link, as the C++ primary closes a failed backup's link: a backup that still hears its
 primary and sees it no longer streams to it is no longer ready (it has missed what the primary
@@ -257,10 +258,22 @@ class ActivePassive:
         for peer, target in list(self._targets.items()):
             if peer not in self.ready_backups and acks.get(peer, -1) >= target:
                 self._backup_ready(peer)
-        last = self._core.frames.last_txid
+        last = self._guarded(acks)
         required = self.required()
         through = min((acks.get(peer, 0) for peer in required), default=last)
         self._feeds.post(min(through, last))
+
+    def _guarded(self, acks: dict[str, int]) -> int:
+        """The last transaction this primary may settle: what it holds, but not past what a
+        backup still catching up has acknowledged beyond its catch-up target. Whatever came
+        after a backup asked to join reaches it only through its stream; settled without it,
+        such a message would be missing from that backup once it is ready and promoted (the
+        primary waits for every backup, the C++ broker's queue guards)."""
+        last = self._core.frames.last_txid
+        for peer, target in self._targets.items():
+            if peer not in self.ready_backups:
+                last = min(last, max(acks.get(peer, -1), target))
+        return last
 
     def _backup_ready(self, peer: str) -> None:
         self.ready_backups.add(peer)

@@ -330,3 +330,25 @@ def test_a_backup_with_the_wrong_ha_password_is_refused_and_never_ready(
         "n2"
     )
     assert "REF-2013" in group.oplog("n1") and "Authentication failed for ha" in group.oplog("n1")
+
+
+def test_nothing_past_a_catching_up_backups_target_is_settled_before_it_acknowledges(
+    tmp_path: Path,
+) -> None:
+    """A backup that asked to join at transaction 40 catches up to 40; what the primary took
+    after that reaches it only through its stream, so the primary settles nothing past 40
+    that backup has not acknowledged, whatever the ready backups hold (else the backup,
+    ready and promoted, would miss it)."""
+    mode = _mode(tmp_path)
+    frames = mode._core.frames
+    for txid in range(1, 41):
+        frames.append(txid, 1, b"frame")
+    mode.on_sync("n2")  # n2's catch-up target: 40
+    for txid in range(41, 101):
+        frames.append(txid, 1, b"frame")
+    mode.ready_backups = {"n3"}
+    assert mode._guarded({"n2": 20, "n3": 100}) == 40
+    assert mode._guarded({"n2": 70, "n3": 100}) == 70
+    assert mode._guarded({"n3": 100}) == 40  # its stream has not started yet
+    mode.ready_backups = {"n2", "n3"}  # once ready it is waited for as every ready backup is
+    assert mode._guarded({"n2": 70, "n3": 100}) == 100
