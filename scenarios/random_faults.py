@@ -64,6 +64,7 @@ from dataclasses import dataclass, replace
 
 from lab.ground.faultops import FaultOp
 from lab.ground.spec import RunSpec, Topology, Workload
+from lab.judge.cluster_expectations import ReadyPromoted
 from lab.judge.prediction import Prediction
 from scenarios.active_passive import CLUSTER
 from scenarios.active_passive_self import self_cluster
@@ -74,6 +75,7 @@ from scenarios.random_vocabulary import (
     GROUP_LIGHT,
     GROUP_OPERATOR,
     GROUP_OUT,
+    MANAGER,
     Draw,
     Kind,
     available,
@@ -96,6 +98,10 @@ LAST_HEAL_BEFORE_END_S = 2.0
 SHORTEST_S = 0.5  # a fault clipped shorter than this by the end of the load is not drawn
 EXTRAS = (0, 1, 1, 2)  # how many faults start while a round's first one lasts
 OUT_EXTRA_CHANCE = 0.4  # that one of them is drawn from what takes a node out
+# An active-passive cluster without a primary while a backup is ready: the manager notices
+# within a poll and a status timeout (a few seconds) and promotes; a manager that never does
+# leaves it so until the run ends, a minute later. 30 s keeps a busy machine's slowness apart.
+PROMOTED_WITHIN_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -220,8 +226,10 @@ _RANDOM_ACTIVE_PASSIVE = Scenario(
     prediction=Prediction(
         text="one broker out at a time leaves a ready backup for the manager to promote, "
         "and the primary acknowledges only what every ready backup holds: no acknowledged "
-        "message lost whatever the schedule; duplicates allowed",
+        "message lost whatever the schedule; duplicates allowed; never without a primary "
+        f"for over {PROMOTED_WITHIN_S:g} s while a backup is ready",
         two_masters="forbidden",
+        expect=(ReadyPromoted(PROMOTED_WITHIN_S, MANAGER),),
     ),
     schedule=active_passive_schedule,
     topology=Topology(nodes=3),

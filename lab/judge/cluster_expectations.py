@@ -17,6 +17,11 @@ fell (from the checker), and the counters the brokers report.
                                                              fault took out became MASTER
                                                              after it began (the target's
                                                              election allowance added)
+    ReadyPromoted(within_s, manager)                         never longer than `within_s`
+                                                             without a primary while a
+                                                             live backup was ready (the
+                                                             time a fault kept the manager
+                                                             away not counted)
 
 Nodes and moments are references as in expectations.py (`n2`, `f1`, `master@f1`; `f1:start`).
 """
@@ -35,6 +40,7 @@ __all__ = [
     "EventSeen",
     "LostOnlyFrom",
     "MetricAtLeast",
+    "ReadyPromoted",
     "StatusNever",
     "StatusReached",
     "TookOver",
@@ -249,3 +255,72 @@ class TookOver:
                 f"it began, expected within {bound:g} s"
             )
         return f"no node took over from {found.target} ({self.fault}) after it began"
+
+
+_PRIMARY = ("active", "recovering")
+
+
+@dataclass(frozen=True)
+class ReadyPromoted:
+    """The cluster was never without a primary for longer than `within_s` while a backup
+    that was alive (not killed, stopped or frozen) answered `ready`: the manager promotes a
+    ready backup when the primary is lost. The time a fault kept the manager itself away
+    (`manager`: its fault target's name) is not counted. Judged from the brokers' statuses
+    and the node events, including a run whose queue could not be drained afterwards (a
+    cluster left without a primary is what keeps the consumers from draining it)."""
+
+    violation: ClassVar[str] = "no-promotion"
+    holds_without_drain: ClassVar[bool] = True
+
+    within_s: float
+    manager: str = "manager"
+
+    def unmet(self, facts: RunFacts) -> str | None:
+        away = [
+            (f.start_s, f.end_s if f.end_s is not None else float("inf"))
+            for f in facts.faults.values()
+            if f.target == self.manager
+        ]
+        status: dict[str, str] = {}
+        frozen: set[str] = set()
+        since: float | None = None
+        for o in (*facts.observed, None):
+            now = facts.observed[-1].time_s if o is None else o.time_s
+            if o is not None and o.node is not None:
+                _follow(status, frozen, o)
+            alive = {n: s for n, s in status.items() if n not in frozen}
+            waiting = not any(s in _PRIMARY for s in alive.values()) and any(
+                s == "ready" for s in alive.values()
+            )
+            if waiting and since is None:
+                since = now
+            if since is not None and (not waiting or o is None):
+                counted = (now - since) - sum(
+                    max(0.0, min(now, b) - max(since, a)) for a, b in away
+                )
+                if counted > self.within_s:
+                    ready = ", ".join(sorted(n for n, s in alive.items() if s == "ready"))
+                    ready = ready or "a backup"
+                    return (
+                        f"no primary from {since:.2f} s to {now:.2f} s ({counted:.1f} s, "
+                        f"more than {self.within_s:g} s) while {ready} was a ready backup"
+                    )
+                since = None if not waiting else since
+        return None
+
+
+def _follow(status: dict[str, str], frozen: set[str], o: Observation) -> None:
+    """A node's HA status through the events: its own reports, and down while killed or
+    stopped, joining once started, frozen from a pause to its resume."""
+    node = str(o.node)
+    if o.kind == "node.ha":
+        status[node] = str(o.detail.get("status"))
+    elif o.kind in ("node.kill", "node.stop", "node.exit"):
+        status[node] = "down"
+        frozen.discard(node)
+    elif o.kind == "node.start":
+        status[node] = "joining"
+    elif o.kind == "node.pause":
+        frozen.add(node)
+    elif o.kind == "node.resume":
+        frozen.discard(node)

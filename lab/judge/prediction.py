@@ -158,6 +158,10 @@ class Prediction:
             )
         if self.loss == "none":
             if check.lost.count and check.valid == "unknown" and not found:
+                facts = RunFacts.gather(events, metrics, target, check, history, timings)
+                undrained = self._unmet_without_drain(facts)
+                if undrained:
+                    return Verdict.of("broken", undrained)
                 return Verdict.of(
                     "unknown",
                     [
@@ -223,3 +227,19 @@ class Prediction:
         if found and all(r.startswith(UNCHECKABLE) for _, r in found):
             return Verdict.of("unknown", [(UNCHECKABLE_KIND, r) for _, r in found])
         return Verdict.of("broken", found) if found else Verdict("held", ())
+
+    def _unmet_without_drain(self, facts: RunFacts) -> list[tuple[str, str]]:
+        """The reasons of the expectations that judge a run whose queue could not be drained
+        (`holds_without_drain`: they read the cluster's events, not the messages), when
+        every fault they name was applied."""
+        found: list[tuple[str, str]] = []
+        for expectation in self.expect:
+            if not getattr(expectation, "holds_without_drain", False):
+                continue
+            try:
+                reason = expectation.unmet(facts)
+            except UnknownReference:
+                continue
+            if reason is not None:
+                found.append((violation_kind(expectation), reason))
+        return found
