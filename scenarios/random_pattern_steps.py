@@ -1,0 +1,159 @@
+"""What the patterns of scenarios.random_patterns are made of: a step (one fault of a
+pattern, at a moment, for a length, perhaps waiting for the cluster), a pattern (a named plan
+of steps for one HA design), and the pieces every plan uses — replicas made to trail the
+master, a master crashing as a host does, how long a node stays out against the run's own
+timeouts, the quiet the rule asks between two nodes taken out.
+
+    Step, Pattern, Plan       the values
+    lag, lagged, crash        replicas trailing; a plan under lag; a master's crash
+    out_s, quiet              lengths drawn against the run's timeouts and `random`'s rule
+    has, can_cut              what the run's target and backend can apply
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+from lab.ground.spec import RunSpec
+from lab.ground.topology import node_link
+from scenarios.base import uniform
+from scenarios.random_faults import SHORTEST_S
+from scenarios.random_rule import AP_QUIET_S, CRASH_LEAD_S, QUIET_S
+from scenarios.random_timeouts import timeouts_of, window_s
+from scenarios.random_vocabulary import (
+    AP_LIGHT,
+    GROUP_LIGHT,
+    GROUP_OUT,
+    available,
+    below_election_timeout_ms,
+    inside_link_heartbeat_ms,
+)
+
+__all__ = [
+    "NARROW_KBS",
+    "Pattern",
+    "Plan",
+    "Step",
+    "can_cut",
+    "crash",
+    "has",
+    "lag",
+    "lagged",
+    "out_s",
+    "quiet",
+]
+
+LONGEST_OUT_S = 8.0  # no node is out longer than this in a pattern
+HOST_CRASH = 0.8  # a master killed under lag dies as a host does: what it had in flight is lost
+STRAGGLER = 0.7  # lag on one replica's links alone (the replicas then differ), not on all
+NARROW_KBS = (128, 256)  # a narrow node link's rate (KB/s): the stream flows, a backlog lasts
+
+
+@dataclass(frozen=True)
+class Step:
+    """One fault of a pattern: applied at `start_s`, healed `length_s` later."""
+
+    fault: str
+    target: str
+    start_s: float
+    length_s: float
+    params: dict[str, int | float | str | bool] = field(default_factory=dict)
+    when: str | None = None  # armed at start_s, it strikes when this happens (TRIGGERS)
+    within_s: float = 0.0  # or this long after start_s at the latest
+
+    @property
+    def end_s(self) -> float:
+        """The latest its heal can come."""
+        return self.start_s + self.within_s + self.length_s
+
+
+Plan = Callable[[RunSpec, random.Random, float], list[Step]]
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """A pattern: its name, the HA design it is for, how often it is drawn, what it needs
+    (`lag`: toxics on node links), and its plan."""
+
+    name: str
+    design: str  # "replicated-group" or "active-passive"
+    weight: float
+    plan: Plan
+    needs: str = ""  # "", "lag" (node-link toxics), "manager" (a cluster manager to act on)
+
+
+def has(spec: RunSpec, kind_name: str) -> bool:
+    kinds = (*AP_LIGHT,) if spec.group.is_active_passive else (*GROUP_OUT, *GROUP_LIGHT)
+    return any(k.name == kind_name for k in available(spec, kinds))
+
+
+def lag(spec: RunSpec, rng: random.Random, start: float, length: float) -> list[Step]:
+    """Replicas made to trail the master (as far as the rule lets a link be slowed and every
+    heartbeat still arrive in time): now and then every node link slowed alike, most of the
+    time (STRAGGLER) one replica alone behind its links to whichever node is master when the
+    lag begins (the others keep up: the replicas then differ, as a straggler's do)."""
+    ap = spec.group.is_active_passive
+    bound = inside_link_heartbeat_ms(spec) if ap else below_election_timeout_ms(spec)
+    latency = rng.randint(max(20, bound // 4), max(20, bound * 3 // 4))
+    jitter = rng.randint(0, max(0, bound - latency - 1) // 4)
+    throttle = ap and rng.random() < 0.5  # an active-passive backup behind a narrow link
+    rate = rng.randint(*NARROW_KBS)
+    if throttle:
+        toxic: tuple[str, dict[str, int | float | str | bool]] = ("bandwidth", {"rate_kbs": rate})
+    else:
+        toxic = ("latency", {"latency_ms": latency, "jitter_ms": jitter})
+    return [
+        Step(toxic[0], link, start, length, dict(toxic[1])) for link in _lagging_links(spec, rng)
+    ]
+
+
+def _lagging_links(spec: RunSpec, rng: random.Random) -> list[str]:
+    nodes = spec.topology.node_names
+    if len(nodes) >= 3 and rng.random() < STRAGGLER:
+        straggler = f"@replica:{rng.randint(1, len(nodes) - 1)}"
+        return [node_link("@master", straggler), node_link(straggler, "@master")]
+    return [node_link(a, b) for a in nodes for b in nodes if a != b]
+
+
+def crash(spec: RunSpec, rng: random.Random, at: float, length: float) -> list[Step]:
+    """The master killed at `at` for `length`; mostly (HOST_CRASH) as a host's crash: its node
+    links cut from a moment before until it is back, so that what it had in flight to its
+    replicas (a slowed link's backlog in the proxies) dies with it instead of reaching them
+    after its death (random_rule.CRASH_LEAD_S: the rule counts the two as one node out)."""
+    kill = Step("kill", "@master", at, length)
+    if not has(spec, "node latency") or not can_cut(spec) or rng.random() >= HOST_CRASH:
+        return [kill]
+    lead = CRASH_LEAD_S
+    return [Step("isolate", "@master", round(at - lead, 3), round(length + lead, 3)), kill]
+
+
+def can_cut(spec: RunSpec) -> bool:
+    return any(k.name == "isolate" for k in available(spec, GROUP_OUT))
+
+
+def out_s(spec: RunSpec, rng: random.Random, *names: str) -> float:
+    """How long a node stays out: against the timeouts named (all of the run's by default)."""
+    pool = tuple(t for t in timeouts_of(spec) if not names or t.name in names)
+    return window_s(spec, rng, shortest=SHORTEST_S, longest=LONGEST_OUT_S, timeouts=pool)
+
+
+def quiet(spec: RunSpec, rng: random.Random) -> float:
+    """The quiet the rule asks between two faults that take a node out, and a little more."""
+    base = AP_QUIET_S if spec.group.is_active_passive else QUIET_S
+    return round(base + uniform(rng, 0.05, 0.8), 3)
+
+
+def lagged(
+    spec: RunSpec, rng: random.Random, at: float, inner: list[Step], chance: float = 0.7
+) -> list[Step]:
+    """`inner`, `chance` of the time with every node link slowed from `at` to a little after
+    its last fault (when the target's node links can be slowed), its faults moved later so
+    that the replicas have time to fall behind before the first of them."""
+    if not inner or not has(spec, "node latency") or rng.random() >= chance:
+        return inner
+    lead = uniform(rng, 0.5, 2.0) - (min(s.start_s for s in inner) - at)
+    moved = [replace(s, start_s=round(s.start_s + max(0.0, lead), 3)) for s in inner]
+    last = max(s.end_s for s in moved)
+    return [*lag(spec, rng, at, round(last - at + uniform(rng, 0.1, 0.5), 3)), *moved]
