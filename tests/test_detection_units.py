@@ -13,7 +13,7 @@ import pytest
 from conftest import run_lab
 from detection_helpers import cell_trials, trial
 
-from lab.bench.detection import list_zoo, named_scenarios
+from lab.bench.detection import campaign_key, list_zoo, named_scenarios
 from lab.bench.detection_request import (
     DetectionRequest,
     add_detection_options,
@@ -265,3 +265,13 @@ def test_the_cli_refuses_what_detection_cannot_do_with_one_line(tmp_path: Path) 
     assert other.stderr == "lab: error: --trials is an option of `lab bench detection` only\n"
     unknown = run_lab("bench", "detection", "--bugs", "nope", cwd=tmp_path)
     assert unknown.returncode == 2 and "no bug 'nope' in the zoo" in unknown.stderr
+
+
+def test_the_controls_of_both_designs_have_campaign_folders_of_their_own() -> None:
+    """Run at once (`--control --jobs 2`), the two controls once shared a folder: the second
+    campaign refused it and the benchmark read the first one's runs as its own."""
+    group = campaign_key(None, "replicated-group", "coverage", 1)
+    ap = campaign_key(None, "active-passive", "coverage", 1)
+    assert group != ap
+    bug = load_zoo()[0]
+    assert campaign_key(bug, bug.design, "coverage", 2) == f"{bug.name}-coverage-2"

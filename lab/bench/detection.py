@@ -57,7 +57,7 @@ from lab.bench.zoo import Bug, bugs_named, load_zoo
 from lab.ground.errors import UsageError
 from lab.ground.machine import this_machine
 
-__all__ = ["BENCHMARK", "list_zoo", "named_scenarios", "run_detection"]
+__all__ = ["BENCHMARK", "campaign_key", "list_zoo", "named_scenarios", "run_detection"]
 
 _ID = re.compile(r"^([JC])(\d+)\b")
 _SLACK_S = 90.0  # a campaign's start, its last run past the budget, its stop
@@ -75,6 +75,13 @@ def named_scenarios(design: str) -> list[tuple[str, str]]:
         if match and scenario.mode == design:
             found.append((match.group(1), int(match.group(2)), name))
     return [(f"{letter}{number}", name) for letter, number, name in sorted(found)]
+
+
+def campaign_key(bug: Bug | None, design: str, generator: str, trial: int) -> str:
+    """A campaign's folder (and failure database, canary log) name: the bug's, or for the
+    tree without a bug its design's too, since the controls of both designs may run at once."""
+    name = bug.name if bug else f"no-bug-{design}"
+    return f"{name}-{generator}-{trial}"
 
 
 def list_zoo(bugs: Sequence[Bug]) -> list[str]:
@@ -112,7 +119,7 @@ class _Detection:
         self, tree: Tree, bug: Bug | None, design: str, generator: str, trial: int, seed: int
     ) -> None:
         name = bug.name if bug else "no-bug"
-        key = f"{name}-{generator}-{trial}"
+        key = campaign_key(bug, design, generator, trial)
         out = self.root.path / "campaigns" / key
         args = [
             *("campaign", "--budget", f"{self.request.budget_s:g}", "--scenarios", "random"),
