@@ -1,5 +1,8 @@
 """What an active-passive run is judged by, from events and figures made up here: the
-brokers' statuses, the manager's decisions, where a loss fell and the counters they read."""
+brokers' statuses, the manager's decisions, where a loss fell, the counters they read, and
+a cluster left without a primary while a backup is ready (ReadyPromoted) — judged even when
+the queue could not be drained, since such a cluster is what keeps the consumers from
+draining it."""
 
 from __future__ import annotations
 
@@ -15,12 +18,14 @@ from lab.judge.cluster_expectations import (
     EventSeen,
     LostOnlyFrom,
     MetricAtLeast,
+    ReadyPromoted,
     StatusNever,
     StatusReached,
 )
 from lab.judge.cluster_metrics import clients_noticed, consumed_before_replicated
 from lab.judge.facts import RunFacts
 from lab.judge.metrics import RunMetrics
+from lab.judge.prediction import Prediction
 
 NS = 1_000_000_000
 
@@ -71,6 +76,10 @@ EVENTS = [
 
 def _facts(check: CheckResult | None = None, **metrics: Any) -> RunFacts:
     return RunFacts.gather(EVENTS, replace(METRICS, **metrics), check=check)
+
+
+def _facts_of(events: list[dict[str, Any]]) -> RunFacts:
+    return RunFacts.gather(events, METRICS)
 
 
 @pytest.mark.parametrize(
@@ -178,3 +187,92 @@ def test_clients_noticed_counts_only_what_the_fault_took_out_while_it_lasted() -
         (10.5, "n1"),
     ]
     assert clients_noticed(events, infos) == (None, 0.2, None)
+
+
+# n1 primary, n2 and n3 ready backups; n1 killed at 5 s.
+STABLE = [
+    _event(1.0, "node.ha", "n1", status="active"),
+    _event(1.5, "node.ha", "n2", status="ready"),
+    _event(1.6, "node.ha", "n3", status="ready"),
+    _event(5.0, "node.kill", "n1"),
+]
+# ... and the manager asks, round after round, for what it cannot have, until the run ends.
+HUNG = [*STABLE, *(_event(6.0 + k, "manager.error", error="422") for k in range(60))]
+
+
+def test_a_ready_backup_promoted_within_the_bound_holds() -> None:
+    events = [
+        *STABLE,
+        _event(5.4, "manager.promote", "n2"),
+        _event(5.5, "node.ha", "n2", status="recovering"),
+        _event(6.0, "node.start", "n1"),
+        _event(6.5, "node.ha", "n1", status="catchup"),
+        *(_event(7.0 + k, "manager.vip", "n2") for k in range(60)),
+    ]
+    assert ReadyPromoted(30.0).unmet(_facts_of(events)) is None
+
+
+def test_no_primary_for_the_rest_of_the_run_while_a_backup_is_ready_is_unmet() -> None:
+    reason = ReadyPromoted(30.0).unmet(_facts_of(HUNG))
+    assert reason is not None
+    assert "from 5.00 s to 65.00 s" in reason and "n2, n3" in reason
+
+
+def test_time_the_manager_was_kept_away_by_a_fault_is_not_counted() -> None:
+    away = [
+        _event(4.0, "fault.start", id="f1", fault="pause", target="manager", roles={}),
+        _event(40.0, "fault.end", id="f1", fault="pause", target="manager"),
+    ]
+    events = [*STABLE, *away, *(_event(6.0 + k, "manager.error") for k in range(40))]
+    events.append(_event(46.0, "node.ha", "n2", status="recovering"))
+    assert ReadyPromoted(10.0).unmet(_facts_of(events)) is None  # 5–46 s, 35 of them away
+    assert ReadyPromoted(5.0).unmet(_facts_of(events)) is not None
+
+
+def test_nothing_is_owed_while_no_backup_is_ready() -> None:
+    """Every backup still catching up: the documents' hanging cluster, not the manager's."""
+    events = [
+        _event(1.0, "node.ha", "n1", status="active"),
+        _event(1.5, "node.ha", "n2", status="catchup"),
+        _event(1.6, "node.ha", "n3", status="catchup"),
+        _event(5.0, "node.kill", "n1"),
+        *(_event(6.0 + k, "manager.error") for k in range(60)),
+    ]
+    assert ReadyPromoted(30.0).unmet(_facts_of(events)) is None
+    assert ReadyPromoted(30.0).unmet(_facts_of([])) is None  # a run with no events owes none
+
+
+def test_a_frozen_primary_is_no_primary_and_a_frozen_backup_is_not_ready() -> None:
+    frozen_primary = [*STABLE[:3], _event(5.0, "node.pause", "n1")]
+    frozen_primary += [_event(6.0 + k, "manager.error") for k in range(60)]
+    assert ReadyPromoted(30.0).unmet(_facts_of(frozen_primary)) is not None
+    frozen_backups = [
+        *STABLE[:3],
+        _event(4.0, "node.pause", "n2"),
+        _event(4.1, "node.pause", "n3"),
+        _event(5.0, "node.kill", "n1"),
+        *(_event(6.0 + k, "manager.error") for k in range(60)),
+    ]
+    assert ReadyPromoted(30.0).unmet(_facts_of(frozen_backups)) is None
+
+
+def _undrained() -> CheckResult:
+    """Four acknowledged messages not received, the queue not drained."""
+    return replace(_check(("p1-1", "p1-2", "p1-3", "p1-4")), valid="unknown")
+
+
+def test_an_undrained_run_of_a_hung_cluster_is_broken_not_unknown() -> None:
+    prediction = Prediction(text="t", expect=(ReadyPromoted(30.0),))
+    verdict = prediction.judge(_undrained(), HUNG, METRICS)
+    assert verdict.outcome == "broken"
+    assert verdict.violations == ("no-promotion",)
+
+
+def test_an_undrained_run_stays_unknown_when_only_message_reading_expectations_are_unmet() -> None:
+    """Only expectations that read the cluster's events judge an undrained run: the rest
+    (here an event never seen) wait for a drained queue, as before."""
+    held = Prediction(text="t", expect=(ReadyPromoted(30.0),))
+    promoted = [*STABLE, _event(5.5, "node.ha", "n2", status="recovering")]
+    assert held.judge(_undrained(), promoted, METRICS).outcome == "unknown"
+    other = Prediction(text="t", expect=(EventSeen("manager.no-candidate"),))
+    assert other.judge(_undrained(), HUNG, METRICS).outcome == "unknown"

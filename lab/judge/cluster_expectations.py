@@ -281,32 +281,40 @@ class ReadyPromoted:
             for f in facts.faults.values()
             if f.target == self.manager
         ]
-        status: dict[str, str] = {}
-        frozen: set[str] = set()
-        since: float | None = None
-        for o in (*facts.observed, None):
-            now = facts.observed[-1].time_s if o is None else o.time_s
-            if o is not None and o.node is not None:
-                _follow(status, frozen, o)
-            alive = {n: s for n, s in status.items() if n not in frozen}
-            waiting = not any(s in _PRIMARY for s in alive.values()) and any(
-                s == "ready" for s in alive.values()
+        for since, until, ready in _without_primary(facts.observed):
+            counted = (until - since) - sum(
+                max(0.0, min(until, b) - max(since, a)) for a, b in away
             )
-            if waiting and since is None:
-                since = now
-            if since is not None and (not waiting or o is None):
-                counted = (now - since) - sum(
-                    max(0.0, min(now, b) - max(since, a)) for a, b in away
+            if counted > self.within_s:
+                return (
+                    f"no primary from {since:.2f} s to {until:.2f} s ({counted:.1f} s, "
+                    f"more than {self.within_s:g} s) while {', '.join(ready)} was a ready backup"
                 )
-                if counted > self.within_s:
-                    ready = ", ".join(sorted(n for n, s in alive.items() if s == "ready"))
-                    ready = ready or "a backup"
-                    return (
-                        f"no primary from {since:.2f} s to {now:.2f} s ({counted:.1f} s, "
-                        f"more than {self.within_s:g} s) while {ready} was a ready backup"
-                    )
-                since = None if not waiting else since
         return None
+
+
+def _without_primary(
+    observed: tuple[Observation, ...],
+) -> Iterator[tuple[float, float, tuple[str, ...]]]:
+    """The spans in which no live broker was primary while a live one was ready: from the
+    event that began one to the event that ended it (or the last event), with the brokers
+    ready in it."""
+    status: dict[str, str] = {}
+    frozen: set[str] = set()
+    since: float | None = None
+    ready: tuple[str, ...] = ()
+    for o in observed:
+        if o.node is not None:
+            _follow(status, frozen, o)
+        alive = {n: s for n, s in status.items() if n not in frozen}
+        now_ready = tuple(sorted(n for n, s in alive.items() if s == "ready"))
+        if now_ready and not any(s in _PRIMARY for s in alive.values()):
+            since, ready = (o.time_s if since is None else since), now_ready
+        elif since is not None:
+            yield since, o.time_s, ready
+            since = None
+    if since is not None:
+        yield since, observed[-1].time_s, ready
 
 
 def _follow(status: dict[str, str], frozen: set[str], o: Observation) -> None:
