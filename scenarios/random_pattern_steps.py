@@ -6,7 +6,7 @@ timeouts, the quiet the rule asks between two nodes taken out.
 
     Step, Pattern, Plan       the values
     lag, lagged, crash        replicas trailing; a plan under lag; a master's crash
-    out_s, quiet              lengths drawn against the run's timeouts and `random`'s rule
+    out_s, past_s, quiet      lengths drawn against the run's timeouts and `random`'s rule
     has, can_cut              what the run's target and backend can apply
 """
 
@@ -42,6 +42,7 @@ __all__ = [
     "lag",
     "lagged",
     "out_s",
+    "past_s",
     "quiet",
 ]
 
@@ -49,6 +50,7 @@ LONGEST_OUT_S = 8.0  # no node is out longer than this in a pattern
 HOST_CRASH = 0.8  # a master killed under lag dies as a host does: what it had in flight is lost
 STRAGGLER = 0.7  # lag on one replica's links alone (the replicas then differ), not on all
 NARROW_KBS = (128, 256)  # a narrow node link's rate (KB/s): the stream flows, a backlog lasts
+PAST = (1.15, 1.6)  # a window past a timeout: this many times it (a busy machine's lateness)
 
 
 @dataclass(frozen=True)
@@ -137,6 +139,14 @@ def out_s(spec: RunSpec, rng: random.Random, *names: str) -> float:
     """How long a node stays out: against the timeouts named (all of the run's by default)."""
     pool = tuple(t for t in timeouts_of(spec) if not names or t.name in names)
     return window_s(spec, rng, shortest=SHORTEST_S, longest=LONGEST_OUT_S, timeouts=pool)
+
+
+def past_s(spec: RunSpec, rng: random.Random, name: str) -> float:
+    """How long a node stays out past the run's timeout `name` (PAST times it), clipped to
+    LONGEST_OUT_S: a fault meant to be acted on, whose window outlasts it for sure."""
+    (timeout,) = (t for t in timeouts_of(spec) if t.name == name)
+    low, high = (timeout.seconds * f for f in PAST)
+    return round(min(uniform(rng, low, high), LONGEST_OUT_S), 3)
 
 
 def quiet(spec: RunSpec, rng: random.Random) -> float:

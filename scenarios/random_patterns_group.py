@@ -8,19 +8,33 @@ import random
 
 from lab.ground.spec import RunSpec
 from scenarios.base import uniform
-from scenarios.random_pattern_steps import Pattern, Step, crash, has, lagged, out_s, quiet
+from scenarios.random_pattern_steps import (
+    Pattern,
+    Step,
+    crash,
+    has,
+    lagged,
+    out_s,
+    past_s,
+    quiet,
+)
 
 __all__ = ["GROUP_PATTERNS"]
+
+PAST_LEASE = 0.5  # master-cut-off: how often the cut outlasts the judged lease
 
 
 def _master_cut_off(spec: RunSpec, rng: random.Random, at: float) -> list[Step]:
     """NEAT's leader isolation: the master cut off from the group (its clients still reach
     it) for shorter or longer than the election timeout and the replica timeout, its replicas
-    trailing it."""
+    trailing it; half of the time (PAST_LEASE) past the judged lease, so that a master that
+    keeps its role while the others elect is seen as two masters."""
     start = at + uniform(rng, 0.8, 2.0)
-    cut = Step(
-        "isolate", "@master", start, out_s(spec, rng, "election x2", "lease", "replica timeout")
-    )
+    if rng.random() < PAST_LEASE:
+        length = past_s(spec, rng, "judged lease")
+    else:
+        length = out_s(spec, rng, "election x2", "lease", "replica timeout")
+    cut = Step("isolate", "@master", start, length)
     return lagged(spec, rng, at, [cut], chance=0.8)
 
 

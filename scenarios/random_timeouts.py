@@ -9,6 +9,14 @@ own timeouts instead.
 
     timeouts_of(spec)          → the named timeouts of the run's design, in seconds
     window_s(spec, rng, …)     → a window length: a timeout times a factor below or above 1
+    judged_lease_s(spec)       → how long a master cut off must keep its role before the
+                                 prediction can call it two masters
+
+A timeout the brokers keep is not the only one that matters: a misbehaviour is found only
+if it outlasts what the prediction tolerates. A master that never steps down is two masters
+for as long as it is cut off, and `random`'s prediction allows two masters for a lease
+(lab.judge.bounds.master_lease) counted from the others' election: a cut shorter than the
+judged lease shows nothing, whatever the master does.
 """
 
 from __future__ import annotations
@@ -17,8 +25,9 @@ import random
 from dataclasses import dataclass
 
 from lab.ground.spec import RunSpec
+from lab.judge.bounds import Timings, master_lease
 
-__all__ = ["FACTORS", "Timeout", "timeouts_of", "window_s"]
+__all__ = ["FACTORS", "Timeout", "judged_lease_s", "timeouts_of", "window_s"]
 
 # Below a timeout (the fault should be ridden out) and past it (the fault should be acted on).
 FACTORS = (0.5, 0.8, 1.3, 2.0, 3.0)
@@ -62,7 +71,18 @@ def timeouts_of(spec: RunSpec) -> tuple[Timeout, ...]:
         # a master cut off is deposed after the silence and an election (lab.judge.bounds)
         Timeout("lease", group.election_timeout_s * (2 + 0.5 * ranks)),
         Timeout("replica timeout", group.insufficient_replicas_timeout_s),
+        Timeout("judged lease", judged_lease_s(spec)),
     )
+
+
+def judged_lease_s(spec: RunSpec) -> float:
+    """How long a master cut off from its group must keep its role before a prediction that
+    allows two masters for a lease ("beyond-lease") can see it: the others' silence and
+    election (the second master begins), then the lease the judge allows (broker_ref's
+    timeouts: lab.judge.bounds)."""
+    timings = Timings.of(spec)
+    elected = sum(timings.values[name].seconds for name in ("silence", "election"))
+    return round(elected + master_lease(timings).seconds, 3)
 
 
 def window_s(

@@ -11,11 +11,15 @@ from itertools import pairwise
 from pathlib import Path
 
 import pytest
+from test_predictions import _check, _metrics
 
 from lab.campaign.candidates import candidate_problem, seed_spec
 from lab.campaign.plan import Cell
 from lab.campaign.windows import windows_of
 from lab.ground.spec import Durability, RunSpec
+from lab.judge.bounds import Timings
+from scenarios.random_faults import RANDOM
+from scenarios.random_pattern_steps import LONGEST_OUT_S
 from scenarios.random_patterns import PATTERNS, pattern_schedule, patterns_for
 from scenarios.random_rule import CRASH_LEAD_S, rule_problem
 from scenarios.random_timeouts import FACTORS, timeouts_of, window_s
@@ -204,3 +208,32 @@ def test_a_target_with_failure_detection_of_its_own_has_windows_drawn_against_it
     assert RunSpec.from_json(rabbit.to_json(), Path("spec.json")) == rabbit
     assert "target_timeouts" in rabbit.to_json()
     assert "target_timeouts" not in seed_spec(GROUP, 3).to_json()
+
+
+def test_a_master_is_cut_off_past_the_judged_lease_half_of_the_time() -> None:
+    """NEAT's leader isolation, long enough to be seen: a master that keeps its role all
+    through the cut overlaps the master the others elect (after their silence and election)
+    for longer than `random`'s prediction allows two masters, so its verdict is broken; the
+    other cuts stay shorter or longer than the group's own timeouts."""
+    name = "master-cut-off"
+    spec = seed_spec(GROUP, 1)
+    judged = {t.name: t.seconds for t in timeouts_of(spec)}["judged lease"]
+    assert judged == 5.6  # silence 0.6 + election 1.2, then the lease: 2 + 0.6 + 1.2
+    timings = Timings.of(spec)
+    elected = timings.values["silence"].seconds + timings.values["election"].seconds
+    only = {p.name: (1.0 if p.name == name else 0.0) for p in PATTERNS}
+    lengths = []
+    for seed in range(60):
+        made = seed_spec(GROUP, seed)
+        schedule, names = pattern_schedule(made, random.Random(seed), only)
+        assert set(names) == {name}
+        cuts = [w for w in windows_of(schedule) if w.fault == "isolate"]
+        lengths += [w.end_s - w.start_s for w in cuts if w.end_s is not None]
+        assert rule_problem(made.with_schedule(schedule)) is None
+    past = [length for length in lengths if length > judged]
+    assert len(lengths) >= 60 and 0.3 <= len(past) / len(lengths) <= 0.7
+    for length in past:
+        kept = replace(_metrics(two_masters=True), two_masters_longest_s=length - elected)
+        verdict = RANDOM.prediction.judge(_check(), [], kept, timings=timings)
+        assert verdict.violations == ("two-masters",), (length, verdict.reasons)
+    assert max(lengths) <= LONGEST_OUT_S

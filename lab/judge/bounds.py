@@ -26,6 +26,8 @@ silence 0.6 s (the election timeout) + …)".
 
     Timings.of(spec, target, own) → Timings    the run's timeouts, by name
     timings.bound(within_s, terms, restarted) → Bound
+    master_lease(timings) → Bound                how long two masters may overlap when one
+                                                 was cut off ("beyond-lease")
 """
 
 from __future__ import annotations
@@ -39,11 +41,13 @@ from lab.ground.spec import GroupSettings, RunSpec
 __all__ = [
     "CLIENT_BACKOFF_MAX_S",
     "CLIENT_CONNECT_TIMEOUT_S",
+    "LEASE_WORK_S",
     "TERMS",
     "Bound",
     "Timing",
     "Timings",
     "broker_ref_timings",
+    "master_lease",
 ]
 
 TERMS = ("silence", "election", "primary", "reconnect")
@@ -51,6 +55,9 @@ TERMS = ("silence", "election", "primary", "reconnect")
 # back-off between rounds over the failover list, and the connect timeout without a heartbeat.
 CLIENT_BACKOFF_MAX_S = 0.25
 CLIENT_CONNECT_TIMEOUT_S = 5.0
+# What a master's stepping down and the lab's reading of it add to the lease (two_masters
+# "beyond-lease"): its last in-flight work, the role report reaching the lab, a busy machine.
+LEASE_WORK_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -152,3 +159,10 @@ class Timings:
             seconds += self.restart.seconds
             parts.append(self.restart.describe("restart allowance"))
         return Bound(round(seconds, 3), tuple(parts))
+
+
+def master_lease(timings: Timings) -> Bound:
+    """How long two nodes may be MASTER at once when one of them was cut off: the silence
+    after which it should know it lost its quorum, an election's length, and LEASE_WORK_S
+    (a prediction whose two_masters is "beyond-lease" allows this much, and no more)."""
+    return timings.bound(LEASE_WORK_S, ["silence", "election"])

@@ -25,7 +25,7 @@ import pyarrow as pa
 
 from lab.ground.nodes import BROKER_REF_TRAITS, TargetTraits
 from lab.ground.spec import GroupSettings
-from lab.judge.bounds import Timings, broker_ref_timings
+from lab.judge.bounds import Timings, broker_ref_timings, master_lease
 from lab.judge.checker import CheckResult
 from lab.judge.expectations import UNCHECKABLE, Expectation
 from lab.judge.facts import RunFacts, SkippedFault, UnknownReference
@@ -40,9 +40,6 @@ NOTHING_ACKNOWLEDGED = "nothing-acknowledged"
 NOT_DRAINED = "not-drained"
 UNCHECKABLE_KIND = "uncheckable"
 NOT_APPLIED = "fault-not-applied"
-# What a master's stepping down and the lab's reading of it add to the lease (two_masters
-# "beyond-lease"): its last in-flight work, the role report reaching the lab, a busy machine.
-LEASE_WORK_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -97,9 +94,9 @@ class Prediction:
         duplicates_allowed: whether a message may be delivered twice (a client re-sends
             what it does not know was acknowledged, so a failover allows duplicates).
         two_masters: "forbidden" (never two nodes MASTER at once), "beyond-lease" (never
-            two for longer than a master keeps its role without a quorum: the run's silence
-            and election timeouts and LEASE_WORK_S), "expected" (the documents predict a
-            split brain) or "either".
+            two for longer than a master keeps its role without a quorum:
+            bounds.master_lease, the run's silence and election timeouts and a little
+            work), "expected" (the documents predict a split brain) or "either".
         expect: the rest, each an `Expectation`: the lab's (`LogSeen`, `RoleAtEnd`,
             `RoleNever`, `ServiceStopped`, `ServiceContinued`, `ServiceResumed`) or a
             value of your own with `unmet(facts)`.
@@ -195,7 +192,7 @@ class Prediction:
             found.append(("two-masters", "two nodes were MASTER at the same time"))
         elif self.two_masters == "beyond-lease":
             known = timings or Timings(broker_ref_timings(GroupSettings(), 3))
-            lease = known.bound(LEASE_WORK_S, ["silence", "election"])  # (not a kind pair)
+            lease = master_lease(known)
             if metrics.two_masters_longest_s > lease.seconds:
                 found.append(
                     (
