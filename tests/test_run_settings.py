@@ -8,7 +8,8 @@ from dataclasses import replace
 from lab.campaign.candidates import candidate_problem, seed_spec
 from lab.campaign.guide import WARMUP, warmup_way
 from lab.campaign.plan import Cell
-from lab.campaign.run_settings import draw_settings
+from lab.campaign.run_settings import draw_settings, replica_timeouts
+from scenarios.random_pattern_steps import lag
 from scenarios.random_patterns import pattern_schedule
 from scenarios.random_rule import rule_problem
 
@@ -28,8 +29,33 @@ def test_drawn_settings_keep_the_majority_and_only_shorten_timeouts() -> None:
     triplets = {d.durability.triplet for d in drawn}
     assert base.durability.triplet in triplets  # left as it was some of the time
     assert "SYNC,SYNC,SIMPLE_MAJORITY" in triplets and len(triplets) >= 4
+    # the two sides apart: Broker-J's default (SYNC,NO_SYNC) and the other way round
+    assert {"SYNC,NO_SYNC,SIMPLE_MAJORITY", "NO_SYNC,SYNC,SIMPLE_MAJORITY"} <= triplets
     assert any(d.group.insufficient_replicas_timeout_s < 5.0 for d in drawn)
     assert all(candidate_problem(d) is None for d in drawn[:20])  # the checker accepts them
+
+
+def test_a_commit_may_wait_less_than_a_round_trip_over_the_links_random_slows() -> None:
+    """The fail-slow replica: one of the drawn waits is shorter than the round trip the
+    patterns' lag makes (latency each way on the master's links to a replica), so that under
+    lag a commit gives up while its master keeps its role."""
+    base = seed_spec(GROUP, 1)
+    waits = replica_timeouts(base)
+    assert waits == (0.4, 0.8, 1.5, 3.0)
+    trips = []
+    for seed in range(40):
+        for step in lag(base, random.Random(seed), 2.0, 5.0):
+            if step.fault == "latency":
+                trips.append(2 * int(step.params["latency_ms"]) / 1000)
+    assert min(trips) < waits[0] < max(trips)
+    assert replica_timeouts(
+        replace(base, group=replace(base.group, insufficient_replicas_timeout_s=0.3))
+    ) == (0.3,)
+    drawn = {
+        draw_settings(base, random.Random(n)).group.insufficient_replicas_timeout_s
+        for n in range(300)
+    }
+    assert drawn == {0.4, 0.8, 1.5, 3.0, 5.0}
 
 
 def test_a_cluster_and_a_target_with_its_own_timeouts_keep_their_settings() -> None:

@@ -11,11 +11,20 @@ campaign explores.
 Only settings under which the run's prediction stays "no acknowledged message lost" are
 drawn: the ack policy stays SIMPLE_MAJORITY (a commit waits for a majority), sync policies
 move between memory, the operating system and the disk, and timeouts only get shorter (a
-failure found sooner, a commit refused sooner: neither lets an acknowledged message go). A
-target with failure detection of its own (`spec.target_timeouts`) keeps its settings: it
-reads none of these. An active-passive cluster keeps its own too: a shorter link heartbeat
-also shortens the cluster manager's status timeout, and on a loaded machine a healthy broker
-would then be fenced for answering late.
+failure found sooner, a commit refused sooner: neither lets an acknowledged message go).
+The master's and the replicas' sync policies are drawn apart as well as together: one side in
+memory and the other on disk (Broker-J's own default is SYNC on the master, NO_SYNC on the
+replicas) is what users run most, and code that reads one side's policy where it means the
+other's runs right only when the two differ. `random`'s rule keeps one node out at a time
+while any side is in memory, so a majority still holds every acknowledged copy.
+A commit's wait for its replicas is drawn within a master's lease, past it, and shorter than
+a round trip over slowed node links (what `random`'s lag allows: up to two thirds of the
+election timeout each way): under lag, commits then give up while their master keeps its
+role and its replicas are in contact — the fail-slow replica, whose timeout paths a crash
+or a cut never runs. A target with failure detection of its own (`spec.target_timeouts`)
+keeps its settings: it reads none of these. An active-passive cluster keeps its own too: a
+shorter link heartbeat also shortens the cluster manager's status timeout, and on a loaded
+machine a healthy broker would then be fenced for answering late.
 
     draw_settings(spec, rng) → the spec with settings drawn (or as it was, DRAWN's complement
                                of the time)
@@ -27,13 +36,15 @@ import random
 from dataclasses import replace
 
 from lab.ground.spec import Durability, RunSpec, SyncPolicy
+from scenarios.random_vocabulary import below_election_timeout_ms
 
-__all__ = ["DRAWN", "ON_DISK", "draw_settings"]
+__all__ = ["DRAWN", "ON_DISK", "draw_settings", "replica_timeouts"]
 
 DRAWN = 0.5  # how often a run's settings are drawn at all
 # The sync policies under which a killed node keeps its copies.
 ON_DISK: tuple[SyncPolicy, ...] = ("WRITE_NO_SYNC", "SYNC")
 IN_MEMORY_SHARE = 0.4  # of drawn group runs: copies left in memory on both sides
+MIXED_SHARE = 0.25  # of drawn group runs: one side in memory, the other on disk
 REPLICA_TIMEOUTS_S = (0.8, 1.5, 3.0)  # a commit's wait for replicas: within a lease and past it
 SHORTER_TIMEOUT_SHARE = 0.5
 
@@ -44,10 +55,23 @@ def draw_settings(spec: RunSpec, rng: random.Random) -> RunSpec:
     if spec.target_timeouts or spec.group.is_active_passive or rng.random() >= DRAWN:
         return spec
     durability = spec.durability
-    if rng.random() >= IN_MEMORY_SHARE:
+    where = rng.random()
+    if where >= IN_MEMORY_SHARE:
         master, replica = rng.choice(ON_DISK), rng.choice(ON_DISK)
+        if where < IN_MEMORY_SHARE + MIXED_SHARE:
+            master, replica = rng.choice(((master, "NO_SYNC"), ("NO_SYNC", replica)))
         durability = Durability(master, replica, "SIMPLE_MAJORITY", master != "SYNC")
     group = spec.group
     if rng.random() < SHORTER_TIMEOUT_SHARE:
-        group = replace(group, insufficient_replicas_timeout_s=rng.choice(REPLICA_TIMEOUTS_S))
+        group = replace(group, insufficient_replicas_timeout_s=rng.choice(replica_timeouts(spec)))
     return replace(spec, durability=durability, group=group)
+
+
+def replica_timeouts(spec: RunSpec) -> tuple[float, ...]:
+    """The waits for replicas a run may draw: REPLICA_TIMEOUTS_S, and one shorter than a
+    round trip over node links slowed as far as `random` slows them (the bound of one way,
+    below_election_timeout_ms: 0.4 s with the default election timeout), never longer than
+    the spec's own."""
+    slowed = round(below_election_timeout_ms(spec) / 1000, 3)
+    own = spec.group.insufficient_replicas_timeout_s
+    return tuple(t for t in (slowed, *REPLICA_TIMEOUTS_S) if t <= own) or (own,)
