@@ -58,6 +58,45 @@ def test_a_commit_may_wait_less_than_a_round_trip_over_the_links_random_slows() 
     assert drawn == {0.4, 0.8, 1.5, 3.0, 5.0}
 
 
+def test_priorities_differ_some_of_the_time_and_are_never_never() -> None:
+    """Only a group whose nodes differ in priority tells an election that weighs priority
+    right from one that weighs it wrong; priority 0 (Never) can lose data and is not drawn."""
+    base = seed_spec(GROUP, 1)
+    specs = [draw_settings(base, random.Random(n)) for n in range(300)]
+    drawn = [d.group.priority for d in specs]
+    given = [p for p in drawn if p]
+    assert 0.1 < len(given) / len(drawn) < 0.35  # DRAWN x PRIORITY_SHARE: 0.2
+    assert all(
+        set(d.group.priority) == set(d.topology.node_names) for d in specs if d.group.priority
+    )
+    assert {v for p in given for v in p.values()} == {1, 2, 3}
+    assert sum(len(set(p.values())) > 1 for p in given) > len(given) // 2
+    drawn_specs = [draw_settings(base, random.Random(n)) for n in range(40)]
+    assert all(candidate_problem(d) is None for d in drawn_specs if d.group.priority)
+
+
+def test_a_pair_with_its_first_node_designated_primary_keeps_the_rule() -> None:
+    """A group of two (n1 the designated primary) is drawn some of the time; the patterns
+    drawn on it keep `random`'s rule, and the checker accepts them."""
+    base = seed_spec(GROUP, 1)
+    pairs = []
+    for n in range(300):
+        drawn = draw_settings(base, random.Random(n))
+        if drawn.topology.nodes == 2:
+            pairs.append(drawn)
+        else:
+            assert drawn.group.designated_primary == ()
+    assert 0.05 < len(pairs) / 300 < 0.2  # DRAWN x PAIR_SHARE: 0.1
+    assert all(p.group.designated_primary == ("n1",) for p in pairs)
+    names: set[str] = set()
+    for seed, pair in enumerate(pairs):
+        schedule, drawn_names = pattern_schedule(pair, random.Random(seed))
+        made = pair.with_schedule(schedule)
+        assert rule_problem(made) is None and candidate_problem(made) is None
+        names.update(drawn_names)
+    assert {"master-cut-off", "master-crash-under-lag", "rejoin-then-master-fault"} <= names
+
+
 def test_a_cluster_and_a_target_with_its_own_timeouts_keep_their_settings() -> None:
     rng = random.Random(3)
     cluster = seed_spec(CLUSTER, 1)

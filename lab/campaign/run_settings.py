@@ -1,4 +1,5 @@
-"""A guided run's own settings, drawn like its faults: durability and timeouts.
+"""A guided run's own settings, drawn like its faults: durability, timeouts, priorities, and
+a group of two with a designated primary.
 
 A `random` run keeps its scenario's settings: every copy in memory (NO_SYNC,NO_SYNC,
 SIMPLE_MAJORITY), a commit that waits 5 s for its replicas. Code that runs only under other
@@ -17,6 +18,18 @@ memory and the other on disk (Broker-J's own default is SYNC on the master, NO_S
 replicas) is what users run most, and code that reads one side's policy where it means the
 other's runs right only when the two differ. `random`'s rule keeps one node out at a time
 while any side is in memory, so a majority still holds every acknowledged copy.
+Node priorities are drawn among Normal, High and Highest (1–3): the documents' election picks
+the node with the most recent transaction and uses priority only to break a tie, so a group
+whose nodes differ in priority keeps the promise, and only there does an election that
+weighs priority wrongly (before recency, or instead of it) choose differently from a right
+one. Never (0) is not drawn: the documents say it can lose acknowledged work.
+A group of two whose first node is the designated primary (the Java broker's two-node
+cluster: the node that is normally master is set so; the other never goes on alone) is drawn
+too: a pair has no majority without both nodes, so its primary's paths — going on alone when
+its replica has failed or cannot be reached, waiting for it while it is in contact — run
+only there. `random`'s rule keeps one node out at a time there as well, and the promise
+holds: the designated primary acknowledges alone only what it then writes out within the
+quiet before the next fault, and the other node never makes itself master.
 A commit's wait for its replicas is drawn within a master's lease, past it, and shorter than
 a round trip over slowed node links (what `random`'s lag allows: up to two thirds of the
 election timeout each way): under lag, commits then give up while their master keeps its
@@ -47,6 +60,9 @@ IN_MEMORY_SHARE = 0.4  # of drawn group runs: copies left in memory on both side
 MIXED_SHARE = 0.25  # of drawn group runs: one side in memory, the other on disk
 REPLICA_TIMEOUTS_S = (0.8, 1.5, 3.0)  # a commit's wait for replicas: within a lease and past it
 SHORTER_TIMEOUT_SHARE = 0.5
+PRIORITY_SHARE = 0.4  # of drawn group runs: every node's priority drawn from PRIORITIES
+PRIORITIES = (1, 2, 3)  # Normal, High, Highest (never Never: 0)
+PAIR_SHARE = 0.2  # of drawn group runs of three: a group of two, n1 its designated primary
 
 
 def draw_settings(spec: RunSpec, rng: random.Random) -> RunSpec:
@@ -64,7 +80,14 @@ def draw_settings(spec: RunSpec, rng: random.Random) -> RunSpec:
     group = spec.group
     if rng.random() < SHORTER_TIMEOUT_SHARE:
         group = replace(group, insufficient_replicas_timeout_s=rng.choice(replica_timeouts(spec)))
-    return replace(spec, durability=durability, group=group)
+    topology = spec.topology
+    if rng.random() < PAIR_SHARE and topology.nodes == 3 and not topology.spares:
+        topology = replace(topology, nodes=2)
+        group = replace(group, designated_primary=(topology.node_names[0],))
+    if rng.random() < PRIORITY_SHARE:
+        drawn = {node: rng.choice(PRIORITIES) for node in topology.node_names}
+        group = replace(group, priority=drawn)
+    return replace(spec, topology=topology, durability=durability, group=group)
 
 
 def replica_timeouts(spec: RunSpec) -> tuple[float, ...]:
