@@ -141,11 +141,16 @@ def out_s(spec: RunSpec, rng: random.Random, *names: str) -> float:
     return window_s(spec, rng, shortest=SHORTEST_S, longest=LONGEST_OUT_S, timeouts=pool)
 
 
-def past_s(spec: RunSpec, rng: random.Random, name: str) -> float:
-    """How long a node stays out past the run's timeout `name` (PAST times it), clipped to
-    LONGEST_OUT_S: a fault meant to be acted on, whose window outlasts it for sure."""
-    (timeout,) = (t for t in timeouts_of(spec) if t.name == name)
-    low, high = (timeout.seconds * f for f in PAST)
+def past_s(spec: RunSpec, rng: random.Random, *names: str) -> float:
+    """How long a node stays out past the first of the timeouts `names` the run has (PAST
+    times it), clipped to LONGEST_OUT_S: a fault meant to be acted on, whose window outlasts
+    it for sure. A target whose timeouts are its own may lack a name (RabbitMQ has no judged
+    lease): the next one is taken, and without any, a length of out_s."""
+    own = {t.name: t.seconds for t in timeouts_of(spec)}
+    found = [own[name] for name in names if name in own]
+    if not found:
+        return out_s(spec, rng)
+    low, high = (found[0] * f for f in PAST)
     return round(min(uniform(rng, low, high), LONGEST_OUT_S), 3)
 
 

@@ -31,7 +31,7 @@ def _master_cut_off(spec: RunSpec, rng: random.Random, at: float) -> list[Step]:
     keeps its role while the others elect is seen as two masters."""
     start = at + uniform(rng, 0.8, 2.0)
     if rng.random() < PAST_LEASE:
-        length = past_s(spec, rng, "judged lease")
+        length = past_s(spec, rng, "judged lease", "lease")
     else:
         length = out_s(spec, rng, "election x2", "lease", "replica timeout")
     cut = Step("isolate", "@master", start, length)

@@ -193,6 +193,15 @@ def test_a_rolling_restart_takes_every_replica_out_in_turn_then_hits_the_master(
 
 def test_a_target_with_failure_detection_of_its_own_has_windows_drawn_against_it() -> None:
     rabbit = seed_spec(Cell("random", "rabbitmq", "process", "replicated-group"), 3)
+    # no judged lease of its own: a cut past the master's lease is measured against its lease
+    only = {p.name: (1.0 if p.name == "master-cut-off" else 0.0) for p in PATTERNS}
+    cuts = [
+        w.end_s - w.start_s
+        for seed in range(20)
+        for w in windows_of(pattern_schedule(rabbit, random.Random(seed), only)[0])
+        if w.fault == "isolate" and w.end_s is not None
+    ]
+    assert cuts and max(cuts) > 6.25 * 1.15 - 0.001
     own = {t.name: t.seconds for t in timeouts_of(rabbit)}
     assert own == {
         "heartbeat": 1.25,
