@@ -59,8 +59,18 @@ def _ha(group: LocalGroup, name: str) -> dict[str, Any]:
     return dict(body)
 
 
-def _promote(group: LocalGroup, name: str) -> tuple[int, Any]:
-    return group.request(name, "POST", {"action": "promote"}, what="ha")
+def _promote(group: LocalGroup, name: str, timeout_s: float = 20.0) -> tuple[int, Any]:
+    """Ask `name` to become the primary, as a cluster manager does. A broker answers
+    `joining` from the moment its management listens, while it still recovers its store; a
+    promotion then is refused as not up yet, and the manager asks again. Every other
+    answer (granted, or refused for a reason of HA) is returned at once."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        status, body = group.request(name, "POST", {"action": "promote"}, what="ha")
+        starting = status == 422 and "not up yet" in str((body or {}).get("errorMessage"))
+        if not starting or time.monotonic() >= deadline:
+            return status, body
+        time.sleep(0.1)
 
 
 def _status_of(group: LocalGroup, name: str) -> str:
@@ -215,7 +225,7 @@ def test_a_recovering_primary_holds_acknowledgements_until_the_backup_timeout(
     make_group: Callable[..., LocalGroup],
 ) -> None:
     group = _cluster(make_group)
-    _promote(group, "n1")
+    assert _promote(group, "n1")[0] == 200
     _wait_statuses(group, {"n1": "active", "n2": "ready", "n3": "ready"})
     deadline = time.monotonic() + 10
     while _ha(group, "n1")["readyBackups"] != ["n2", "n3"]:
@@ -246,7 +256,7 @@ def test_messages_consumed_before_replication_are_settled_and_counted(
     # for the consumer below on a loaded machine (with 0.5 s it was dropped first, and the
     # message was settled without waiting for it, so nothing was consumed before replication).
     group = _cluster(make_group, 2, link_heartbeat_interval_s=10.0)
-    _promote(group, "n1")
+    assert _promote(group, "n1")[0] == 200
     _wait_statuses(group, {"n1": "active", "n2": "ready"})
     port = group.ports["n1"][0]
     group.procs["n2"].send_signal(signal.SIGSTOP)  # the backup holds no acknowledgement now
@@ -271,7 +281,7 @@ def test_a_queue_declared_replicate_none_stays_on_the_primary(
     make_group: Callable[..., LocalGroup],
 ) -> None:
     group = _cluster(make_group, 2)
-    _promote(group, "n1")
+    assert _promote(group, "n1")[0] == 200
     _wait_statuses(group, {"n1": "active", "n2": "ready"})
     port = group.ports["n1"][0]
     _send(port, "kept", ["k1", "k2"], level="none")
@@ -293,14 +303,14 @@ def test_non_durable_messages_fail_over_but_do_not_survive_a_total_failure(
     make_group: Callable[..., LocalGroup],
 ) -> None:
     group = _cluster(make_group, 2)
-    _promote(group, "n1")
+    assert _promote(group, "n1")[0] == 200
     _wait_statuses(group, {"n1": "active", "n2": "ready"})
     port = group.ports["n1"][0]
     _send(port, "q", ["d1", "d2", "d3"])
     _send(port, "q", ["t1", "t2"], durable=False)
     until(lambda: _depth(group, "n2", "q"), (5).__eq__)
     group.kill("n1")
-    _promote(group, "n2")
+    assert _promote(group, "n2")[0] == 200
     _wait_statuses(group, {"n2": "active"})
     assert _depth(group, "n2", "q") == 5  # the backup held them in memory
     group.kill("n2")  # the whole cluster is down
@@ -322,7 +332,7 @@ def test_a_backup_with_the_wrong_ha_password_is_refused_and_never_ready(
     for name in group.configs:
         group.start(name)
     _wait_statuses(group, {"n1": "joining", "n2": "joining"})
-    _promote(group, "n1")
+    assert _promote(group, "n1")[0] == 200
     _wait_statuses(group, {"n1": "active"})
     until(lambda: group.oplog("n2"), lambda log: "REF-2012" in log)  # its login was refused
     assert _ha(group, "n2")["status"] == "joining"
