@@ -8,7 +8,9 @@
 A cluster that reports its nodes' statuses (`Reporting`: role, last transaction id,
 active-passive status) answers every trigger; one that reports only roles (`Roled`) answers
 `new-master` and `rejoined`; one that reports neither answers none, and an armed fault
-strikes at its deadline.
+strikes at its deadline. `caught-up` is decided node by node: one that reports an
+active-passive status has caught up when it is `ready`; a replica of a group, when it is back
+within LAG_TXNS transactions of the one master.
 """
 
 from __future__ import annotations
@@ -47,6 +49,36 @@ def _masters(seen: Seen) -> set[str]:
     return {n for n, s in seen.items() if s.role == MASTER}
 
 
+def _behind(seen: Seen) -> set[str]:
+    """The nodes out or catching up now: down or out of the group, an active-passive broker
+    joining or in catch-up, a replica LAG_TXNS or more behind the one master."""
+    masters = _masters(seen)
+    ahead = seen[next(iter(masters))].txid if len(masters) == 1 else None
+    return {name for name, s in seen.items() if _lagging(s, ahead)}
+
+
+def _lagging(s: _Node, ahead: int | None) -> bool:
+    if s.ha is not None:
+        return s.ha in ("joining", "catchup")
+    if s.role not in (MASTER, REPLICA):
+        return True
+    trailing = ahead is not None and s.txid is not None and ahead - s.txid >= LAG_TXNS
+    return s.role == REPLICA and trailing
+
+
+def _caught_up(seen: Seen, name: str) -> bool:
+    """Whether `name` counts again: an active-passive backup `ready`, a replica of a group
+    within LAG_TXNS of the one master (unknown without transaction ids: never)."""
+    s = seen.get(name, _Node(None))
+    if s.ha is not None:
+        return s.ha == "ready"
+    masters = _masters(seen)
+    if s.role != REPLICA or s.txid is None or len(masters) != 1:
+        return False
+    ahead = seen[next(iter(masters))].txid
+    return ahead is not None and ahead - s.txid < LAG_TXNS
+
+
 def _catching_up(seen: Seen) -> bool:
     if any(s.ha == "catchup" for s in seen.values()):
         return True
@@ -71,6 +103,7 @@ class Armed:
     deadline_s: float
     masters: set[str]
     away: set[str] = field(default_factory=set)  # nodes seen out of the group since arming
+    behind: set[str] = field(default_factory=set)  # nodes seen out or catching up since arming
 
     def fired(self, seen: Seen | None) -> bool:
         if seen is None:
@@ -84,6 +117,10 @@ class Armed:
             back = {n for n in self.away if seen.get(n, _Node(None)).role == REPLICA}
             self.away |= {n for n, s in seen.items() if s.role not in (MASTER, REPLICA)}
             return bool(back)
+        if when == "caught-up":
+            caught = {n for n in self.behind if _caught_up(seen, n)}
+            self.behind |= _behind(seen)
+            return bool(caught)
         return False
 
 
@@ -110,4 +147,4 @@ class Watch:
     def arm(self, op: FaultOp, at_s: float) -> Armed:
         seen = self.look() or {}
         away = {n for n, s in seen.items() if s.role not in (MASTER, REPLICA)}
-        return Armed(op, at_s, at_s + op.within_s, _masters(seen), away)
+        return Armed(op, at_s, at_s + op.within_s, _masters(seen), away, _behind(seen))

@@ -244,7 +244,10 @@ def fault_when(
     Parameters:
         when: what it waits for (lab.ground.faultops.TRIGGERS): `new-master` (a node has
             become master that was not master when it was armed), `catchup` (a replica or
-            backup is catching up), `rejoined` (a node that was out is a replica again).
+            backup is catching up), `rejoined` (a node that was out is a replica again),
+            `caught-up` (a node seen out or catching up since it was armed counts again: an
+            active-passive backup `ready`, a replica back within 20 transactions of its
+            master).
         within_s: how long it waits at most; then it strikes anyway.
         fault: as fault_window's.
         target: as fault_window's; a role is resolved when it strikes.

@@ -7,6 +7,7 @@ timeouts, the quiet the rule asks between two nodes taken out.
     Step, Pattern, Plan       the values
     lag, lagged, crash        replicas trailing; a plan under lag; a master's crash
     out_s, past_s, quiet      lengths drawn against the run's timeouts and `random`'s rule
+    catch_up_moment           when a step that waits for a catch-up strikes: during, or at its end
     has, can_cut              what the run's target and backend can apply
 """
 
@@ -37,6 +38,7 @@ __all__ = [
     "Plan",
     "Step",
     "can_cut",
+    "catch_up_moment",
     "crash",
     "has",
     "lag",
@@ -51,6 +53,9 @@ HOST_CRASH = 0.8  # a master killed under lag dies as a host does: what it had i
 STRAGGLER = 0.7  # lag on one replica's links alone (the replicas then differ), not on all
 NARROW_KBS = (128, 256)  # a narrow node link's rate (KB/s): the stream flows, a backlog lasts
 PAST = (1.15, 1.6)  # a window past a timeout: this many times it (a busy machine's lateness)
+AT_ITS_END = 0.5  # how often a step waiting for a catch-up strikes at its end, not during it
+DURING_WITHIN_S = (0.5, 2.5)  # how long a step waits for a catch-up under way
+AT_END_WITHIN_S = (2.0, 6.0)  # … for one to end (behind a narrow link it lasts seconds)
 
 
 @dataclass(frozen=True)
@@ -89,6 +94,16 @@ class Pattern:
 def has(spec: RunSpec, kind_name: str) -> bool:
     kinds = (*AP_LIGHT,) if spec.group.is_active_passive else (*GROUP_OUT, *GROUP_LIGHT)
     return any(k.name == kind_name for k in available(spec, kinds))
+
+
+def catch_up_moment(rng: random.Random) -> tuple[str, float]:
+    """The `when` and `within_s` of a step that hits at a catch-up (CrashTuner's moments of
+    hand-over): while a replica or backup is catching up (`catchup`), or, AT_ITS_END of the
+    time, the moment one that was out or behind counts again (`caught-up`: a backup calling
+    itself ready, a replica back near its master), when its master starts to rely on it."""
+    if rng.random() < AT_ITS_END:
+        return "caught-up", round(uniform(rng, *AT_END_WITHIN_S), 3)
+    return "catchup", round(uniform(rng, *DURING_WITHIN_S), 3)
 
 
 def lag(spec: RunSpec, rng: random.Random, start: float, length: float) -> list[Step]:

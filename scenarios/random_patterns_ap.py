@@ -14,6 +14,7 @@ from scenarios.random_pattern_steps import (
     NARROW_KBS,
     Pattern,
     Step,
+    catch_up_moment,
     crash,
     has,
     lagged,
@@ -45,21 +46,23 @@ def _primary_crash_under_lag(spec: RunSpec, rng: random.Random, at: float) -> li
 def _backup_catchup_then_primary_crash(spec: RunSpec, rng: random.Random, at: float) -> list[Step]:
     """A backup killed (or frozen) and brought back behind a narrow link from the primary, so
     that its catch-up lasts, and the primary killed as soon as the rule allows: while that
-    backup may still be catching up. Without a narrow link the catch-up of a few megabytes
-    ends well within the quiet the rule asks between two brokers taken out, and the
-    primary dies beside ready backups only. The backup is mostly the one a manager choosing
-    by name would look at first (`_next_in_line`), so that a promotion that takes a backup in
-    catch-up for a ready one has the chance to."""
+    backup may still be catching up, or (`catch_up_moment`) the moment it calls itself
+    ready. Without a narrow link the catch-up of a few megabytes ends well within the quiet
+    the rule asks between two brokers taken out, and the primary dies beside ready backups
+    only. The backup is mostly the one a manager choosing by name would look at first
+    (`_next_in_line`), so that a promotion that takes a backup in catch-up for a ready one
+    has the chance to."""
     backup = _next_in_line(spec, rng)
     start = at + uniform(rng, 0.5, 1.5)
     away = Step("kill" if rng.random() < 0.7 else "pause", backup, start, out_s(spec, rng))
+    when, within_s = catch_up_moment(rng)
     kill = Step(
         "kill",
         "@master",
         away.end_s + quiet(spec, rng),
         out_s(spec, rng),
-        when="catchup",
-        within_s=round(uniform(rng, 0.5, 3.0), 3),
+        when=when,
+        within_s=within_s,
     )
     if not has(spec, "node bandwidth"):
         return lagged(spec, rng, at, [away, kill], chance=0.8)

@@ -11,6 +11,7 @@ from scenarios.base import uniform
 from scenarios.random_pattern_steps import (
     Pattern,
     Step,
+    catch_up_moment,
     crash,
     has,
     lagged,
@@ -59,18 +60,19 @@ def _new_master_hit(spec: RunSpec, rng: random.Random, at: float) -> list[Step]:
 
 def _rejoin_then_master_fault(spec: RunSpec, rng: random.Random, at: float) -> list[Step]:
     """A replica cut off long enough to fall behind, and the master hit while it catches up
-    after it comes back."""
+    after it comes back, or the moment it has caught up (`catch_up_moment`)."""
     kind = rng.choice(("isolate", "pause", "kill"))
     away = Step(kind, "@replica:1", at, out_s(spec, rng, "election x2", "replica timeout"))
     hit = rng.choice(("kill", "isolate"))
-    # As soon as the rule allows, and the moment a replica is seen trailing (catching up).
+    # As soon as the rule allows: the moment a replica is seen trailing, or caught up again.
+    when, within_s = catch_up_moment(rng)
     back = Step(
         hit,
         "@master",
         away.end_s + quiet(spec, rng),
         out_s(spec, rng),
-        when="catchup",
-        within_s=round(uniform(rng, 0.5, 2.0), 3),
+        when=when,
+        within_s=within_s,
     )
     return lagged(spec, rng, at, [away, back], chance=0.4)
 
@@ -116,9 +118,10 @@ def _two_out_on_disk(spec: RunSpec, rng: random.Random, at: float) -> list[Step]
 def _rolling_restart(spec: RunSpec, rng: random.Random, at: float) -> list[Step]:
     """An operator's rolling restart (or upgrade): every replica killed and restarted in
     turn, the next as soon as the rule allows, then the master hit the moment a replica is
-    seen catching up: CrashTuner's moments of hand-over one after another, ending with the
-    master's. (An active-passive cluster has no such pattern: a primary lost while no backup
-    is ready leaves it hanging until an operator acts, as its documents say.)"""
+    seen catching up or the moment one has caught up: CrashTuner's moments of hand-over one
+    after another, ending with the master's. (An active-passive cluster has no such pattern:
+    a primary lost while no backup is ready leaves it hanging until an operator acts, as its
+    documents say.)"""
     replicas = [f"@replica:{i}" for i in range(1, spec.topology.nodes)]
     rng.shuffle(replicas)
     steps: list[Step] = []
@@ -127,13 +130,14 @@ def _rolling_restart(spec: RunSpec, rng: random.Random, at: float) -> list[Step]
         away = Step("kill", replica, start, out_s(spec, rng, "election x2", "replica timeout"))
         steps.append(away)
         start = away.end_s + quiet(spec, rng)
+    when, within_s = catch_up_moment(rng)
     hit = Step(
         rng.choice(("kill", "isolate")),
         "@master",
         start,
         out_s(spec, rng),
-        when="catchup",
-        within_s=round(uniform(rng, 0.5, 2.0), 3),
+        when=when,
+        within_s=within_s,
     )
     return lagged(spec, rng, at, [*steps, hit], chance=0.6)
 

@@ -216,3 +216,63 @@ def test_a_replica_falling_behind_and_a_node_rejoining(monkeypatch: pytest.Monke
     kills = {d[1]: d[2] for d in cluster.done if d[0] == "kill"}
     assert 3.0 <= kills["n2"] < 3.3  # 30 transactions behind its master
     assert 6.0 <= kills["n1"] < 6.3  # n3 a replica again
+
+
+def test_the_moment_a_node_out_or_behind_counts_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`caught-up`: a replica seen behind (or out) since the step was armed is back within
+    LAG_TXNS of its master; a replica that never fell behind, or one caught up before the
+    step was armed, does not fire it."""
+    monkeypatch.setattr("faults.nemesis.time.sleep", lambda s: None)
+    clock = _Clock()
+
+    def at(txid2: int, role3: str, txid3: int | None = None) -> dict[str, NodeStatus]:
+        return {
+            "n1": NodeStatus("n1", "MASTER", 100),
+            "n2": NodeStatus("n2", "REPLICA", txid2),
+            "n3": NodeStatus("n3", role3, txid3),
+        }
+
+    cluster = _Cluster(
+        clock,
+        [
+            (0.0, at(100, "UNREACHABLE")),
+            (3.0, at(100, "REPLICA", 50)),  # n3 back, 50 behind: catching up
+            (5.0, at(95, "REPLICA", 85)),  # n3 within 20 (and n2 never fell behind)
+        ],
+    )
+    _run(
+        cluster,
+        clock,
+        (
+            *fault_when("caught-up", 9.0, "kill", "@master", 1.0, 0.5, "f1"),
+            # armed once n3 has caught up: nothing falls behind after, so its deadline
+            *fault_when("caught-up", 2.0, "kill", "n2", 6.0, 0.5, "f2"),
+        ),
+    )
+    kills = {d[1]: d[2] for d in cluster.done if d[0] == "kill"}
+    assert 5.0 <= kills["n1"] < 5.3
+    assert kills["n2"] == pytest.approx(8.0, abs=0.11)
+
+
+def test_the_moment_a_backup_calls_itself_ready(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`caught-up` in an active-passive cluster: a backup seen joining or in catch-up since
+    the step was armed is `ready`; the primary killed then is the one of that moment."""
+    monkeypatch.setattr("faults.nemesis.time.sleep", lambda s: None)
+    clock = _Clock()
+
+    def at(ha2: str | None) -> dict[str, NodeStatus]:
+        second = NodeStatus("n2", "UNREACHABLE") if ha2 is None else NodeStatus("n2", "REPLICA")
+        return {
+            "n1": NodeStatus("n1", "MASTER", ha_status="active"),
+            "n2": second if ha2 is None else replace(second, ha_status=ha2),
+            "n3": NodeStatus("n3", "REPLICA", ha_status="ready"),
+        }
+
+    cluster = _Cluster(
+        clock, [(0.0, at(None)), (2.0, at("joining")), (3.0, at("catchup")), (6.5, at("ready"))]
+    )
+    events = _run(cluster, clock, fault_when("caught-up", 9.0, "kill", "@master", 1.0, 0.5, "f1"))
+    kills = [d for d in cluster.done if d[0] == "kill"]
+    assert [k[1] for k in kills] == ["n1"] and 6.5 <= kills[0][2] < 6.8
+    fired = next(e for e in events if e["kind"] == "fault.trigger")
+    assert fired["fired"] is True

@@ -14,6 +14,9 @@ alone never places a fault later than it can be.
     catchup      a replica or backup is catching up: an active-passive backup in catch-up, a
                  replica of a group LAG_TXNS transactions or more behind its master
     rejoined     a node that was not a replica (down, cut off, waiting) has become one again
+    caught-up    a node seen out or catching up since the step was armed has caught up: an
+                 active-passive backup `ready`, a replica of a group back within LAG_TXNS
+                 transactions of its master (the moment a node starts to count again)
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ TAKES_A_NODE_OUT = frozenset(
     {"kill", "graceful_stop", "pause", "isolate", "disconnect", "remove_node"}
 )
 ParamValue = int | float | str | bool
-TRIGGERS = ("new-master", "catchup", "rejoined")
+TRIGGERS = ("new-master", "catchup", "rejoined", "caught-up")
 LAG_TXNS = 20  # how far behind its master a replica counts as catching up
 
 
