@@ -87,6 +87,7 @@ __all__ = [
     "RANDOM_ACTIVE_PASSIVE",
     "Weigh",
     "active_passive_schedule",
+    "kills_keep_copies",
     "may_overlap",
     "random_schedule",
 ]
@@ -115,7 +116,7 @@ class _Placed:
         return self.start_s + self.length_s
 
 
-def _kills_keep_copies(spec: RunSpec) -> bool:
+def kills_keep_copies(spec: RunSpec) -> bool:
     """Whether every acknowledged copy is out of the process (no NO_SYNC policy)."""
     return "NO_SYNC" not in (spec.durability.master_sync, spec.durability.replica_sync)
 
@@ -135,7 +136,7 @@ def may_overlap(draw: Draw, lasting: list[Draw], spec: RunSpec) -> bool:
         return True  # nothing else out: a role names a node of a whole group
     if draw.names_a_role:
         return False  # with a node out, a role could name it, or wait on an election
-    if not _kills_keep_copies(spec) or len(outs) > 1:
+    if not kills_keep_copies(spec) or len(outs) > 1:
         return False  # two out under NO_SYNC: no promise; three out: never
     (first,) = outs
     if first.effect == "operator" or first.names_a_role or (draw.split and first.split):

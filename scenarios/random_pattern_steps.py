@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from lab.ground.spec import RunSpec
 from lab.ground.topology import node_link
 from scenarios.base import uniform
-from scenarios.random_faults import SHORTEST_S
+from scenarios.random_faults import SHORTEST_S, kills_keep_copies
 from scenarios.random_rule import AP_QUIET_S, CRASH_LEAD_S, QUIET_S
 from scenarios.random_timeouts import timeouts_of, window_s
 from scenarios.random_vocabulary import (
@@ -34,6 +34,7 @@ from scenarios.random_vocabulary import (
 
 __all__ = [
     "NARROW_KBS",
+    "Moment",
     "Pattern",
     "Plan",
     "Step",
@@ -96,14 +97,33 @@ def has(spec: RunSpec, kind_name: str) -> bool:
     return any(k.name == kind_name for k in available(spec, kinds))
 
 
-def catch_up_moment(rng: random.Random) -> tuple[str, float]:
-    """The `when` and `within_s` of a step that hits at a catch-up (CrashTuner's moments of
-    hand-over): while a replica or backup is catching up (`catchup`), or, AT_ITS_END of the
+@dataclass(frozen=True)
+class Moment:
+    """When a step that hits at a catch-up strikes (`when`, `within_s`), and how long after
+    the node it waits for came back it is armed (`gap_s`)."""
+
+    when: str
+    within_s: float
+    gap_s: float
+
+
+def catch_up_moment(spec: RunSpec, rng: random.Random) -> Moment:
+    """A step that hits at a catch-up (CrashTuner's moments of hand-over): while a replica or
+    backup is catching up (`catchup`, armed after the rule's quiet), or, AT_ITS_END of the
     time, the moment one that was out or behind counts again (`caught-up`: a backup calling
-    itself ready, a replica back near its master), when its master starts to rely on it."""
-    if rng.random() < AT_ITS_END:
-        return "caught-up", round(uniform(rng, *AT_END_WITHIN_S), 3)
-    return "catchup", round(uniform(rng, *DURING_WITHIN_S), 3)
+    itself ready, a replica back near its master), when its master starts to rely on it.
+
+    A step waiting for `caught-up` must be armed before the catch-up ends. A replica of a
+    group catches up within about a second of its return, which is the rule's quiet when a
+    copy is in memory, so there `caught-up` is drawn only with every copy on disk, where the
+    rule asks no quiet and the step is armed as the node comes back. An active-passive
+    backup is armed after the quiet (3 s): its pattern holds the catch-up open behind a
+    narrow link until then."""
+    ap = spec.group.is_active_passive
+    if (ap or kills_keep_copies(spec)) and rng.random() < AT_ITS_END:
+        within = round(uniform(rng, *AT_END_WITHIN_S), 3)
+        return Moment("caught-up", within, quiet(spec, rng) if ap else 0.0)
+    return Moment("catchup", round(uniform(rng, *DURING_WITHIN_S), 3), quiet(spec, rng))
 
 
 def lag(spec: RunSpec, rng: random.Random, start: float, length: float) -> list[Step]:

@@ -55,19 +55,22 @@ def _backup_catchup_then_primary_crash(spec: RunSpec, rng: random.Random, at: fl
     backup = _next_in_line(spec, rng)
     start = at + uniform(rng, 0.5, 1.5)
     away = Step("kill" if rng.random() < 0.7 else "pause", backup, start, out_s(spec, rng))
-    when, within_s = catch_up_moment(rng)
+    moment = catch_up_moment(spec, rng)
     kill = Step(
         "kill",
         "@master",
-        away.end_s + quiet(spec, rng),
+        away.end_s + moment.gap_s,
         out_s(spec, rng),
-        when=when,
-        within_s=within_s,
+        when=moment.when,
+        within_s=moment.within_s,
     )
     if not has(spec, "node bandwidth"):
         return lagged(spec, rng, at, [away, kill], chance=0.8)
     rate = {"rate_kbs": rng.randint(*NARROW_KBS)}
-    until = round(kill.end_s - at + uniform(rng, 0.1, 0.5), 3)
+    # Until after the kill; or, waiting for the catch-up's end, until just after the kill is
+    # armed (a load heavier than the narrow link would keep the backup catching up for good).
+    last = kill.end_s if moment.when == "catchup" else kill.start_s
+    until = round(last - at + uniform(rng, 0.1, 0.5), 3)
     links = (node_link("@master", backup), node_link(backup, "@master"))
     return [*(Step("bandwidth", link, at, until, dict(rate)) for link in links), away, kill]
 

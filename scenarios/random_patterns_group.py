@@ -65,14 +65,14 @@ def _rejoin_then_master_fault(spec: RunSpec, rng: random.Random, at: float) -> l
     away = Step(kind, "@replica:1", at, out_s(spec, rng, "election x2", "replica timeout"))
     hit = rng.choice(("kill", "isolate"))
     # As soon as the rule allows: the moment a replica is seen trailing, or caught up again.
-    when, within_s = catch_up_moment(rng)
+    moment = catch_up_moment(spec, rng)
     back = Step(
         hit,
         "@master",
-        away.end_s + quiet(spec, rng),
+        away.end_s + moment.gap_s,
         out_s(spec, rng),
-        when=when,
-        within_s=within_s,
+        when=moment.when,
+        within_s=moment.within_s,
     )
     return lagged(spec, rng, at, [away, back], chance=0.4)
 
@@ -126,18 +126,18 @@ def _rolling_restart(spec: RunSpec, rng: random.Random, at: float) -> list[Step]
     rng.shuffle(replicas)
     steps: list[Step] = []
     start = at + uniform(rng, 0.5, 1.5)
-    for replica in replicas:
+    moment = catch_up_moment(spec, rng)
+    for i, replica in enumerate(replicas, 1):
         away = Step("kill", replica, start, out_s(spec, rng, "election x2", "replica timeout"))
         steps.append(away)
-        start = away.end_s + quiet(spec, rng)
-    when, within_s = catch_up_moment(rng)
+        start = away.end_s + (moment.gap_s if i == len(replicas) else quiet(spec, rng))
     hit = Step(
         rng.choice(("kill", "isolate")),
         "@master",
         start,
         out_s(spec, rng),
-        when=when,
-        within_s=within_s,
+        when=moment.when,
+        within_s=moment.within_s,
     )
     return lagged(spec, rng, at, [*steps, hit], chance=0.6)
 

@@ -139,9 +139,12 @@ def test_a_master_under_lag_is_sometimes_killed_as_a_host_crashes(cell: Cell) ->
 def test_a_backup_taken_out_catches_up_behind_a_narrow_link_when_the_primary_dies() -> None:
     """The catch-up pattern slows the links between the primary and the backup it takes out,
     from before the backup goes until after the primary's kill, so that the catch-up lasts
-    past the quiet the rule asks between two brokers taken out."""
+    past the quiet the rule asks between two brokers taken out; or, when the kill waits for
+    the catch-up's end (`caught-up`), until just after the kill is armed, so that it can end
+    (a load heavier than the narrow link would hold the backup in catch-up for good)."""
     name = "backup-catchup-then-primary-crash"
     seen = first_in_line = 0
+    moments: Counter[str | None] = Counter()
     for seed in range(30):
         spec = seed_spec(AP, seed)
         schedule, names = pattern_schedule(spec, random.Random(seed), {name: 1000.0})
@@ -156,24 +159,34 @@ def test_a_backup_taken_out_catches_up_behind_a_narrow_link_when_the_primary_die
             f"{away.target}_to_@master",
         }
         assert all(w.end_s is not None and w.end_s >= primary.start_s for w in narrow)
+        moments[primary.when] += 1
+        if primary.when == "caught-up":
+            assert all(w.end_s is not None and w.end_s <= primary.start_s + 0.5 for w in narrow)
+        else:
+            assert primary.when == "catchup" and primary.end_s is not None
+            assert all(w.end_s is not None and w.end_s >= primary.end_s for w in narrow)
         assert rule_problem(spec.with_schedule(schedule)) is None
         seen += 1
         first_in_line += away.target == "@replica:1"
-    assert seen >= 20
+    assert seen >= 20 and min(moments[m] for m in ("catchup", "caught-up")) >= 5, moments
     # Mostly the backup a manager going through its brokers by name would look at first.
     assert first_in_line >= seen * 0.7, (first_in_line, seen)
 
 
 def test_a_rolling_restart_takes_every_replica_out_in_turn_then_hits_the_master() -> None:
     """Every replica killed once, one after the other, then the master hit when a replica is
-    seen catching up or the moment one has caught up (each drawn); inside the rule; never
-    drawn for an active-passive cluster, where a primary lost with no backup ready leaves the
-    cluster hanging by design."""
+    seen catching up; with every copy on disk, half of the time the moment the last one has
+    caught up instead, armed as it comes back (the rule asks no quiet there); inside the
+    rule; never drawn for an active-passive cluster, where a primary lost with no backup
+    ready leaves the cluster hanging by design."""
     name = "rolling-restart"
     seen = 0
-    moments = set()
-    for seed in range(30):
+    moments: Counter[tuple[bool, str | None]] = Counter()
+    on_disk = Durability("SYNC", "WRITE_NO_SYNC", "SIMPLE_MAJORITY", False)
+    for seed in range(60):
         spec = seed_spec(GROUP, seed)
+        if seed % 2:
+            spec = replace(spec, durability=on_disk)
         schedule, names = pattern_schedule(spec, random.Random(seed), {name: 1000.0})
         if names[:1] != (name,):
             continue
@@ -186,11 +199,13 @@ def test_a_rolling_restart_takes_every_replica_out_in_turn_then_hits_the_master(
         first_round = kills[: spec.topology.nodes - 1]
         assert all(a.end_s is not None and a.end_s <= b.start_s for a, b in pairwise(first_round))
         assert all(k.end_s is not None and k.end_s <= hit.start_s for k in first_round)
-        moments.add(hit.when)
+        moments[(spec.durability == on_disk, hit.when)] += 1
+        if hit.when == "caught-up":
+            assert hit.start_s == first_round[-1].end_s  # armed as the last one comes back
         assert rule_problem(spec.with_schedule(schedule)) is None
         seen += 1
-    assert seen >= 20
-    assert moments == {"catchup", "caught-up"}
+    assert seen >= 40
+    assert set(moments) == {(False, "catchup"), (True, "catchup"), (True, "caught-up")}
     assert name not in {p.name for p in patterns_for(seed_spec(AP, 1))}
 
 
@@ -249,3 +264,26 @@ def test_a_master_is_cut_off_past_the_judged_lease_half_of_the_time() -> None:
         verdict = RANDOM.prediction.judge(_check(), [], kept, timings=timings)
         assert verdict.violations == ("two-masters",), (length, verdict.reasons)
     assert max(lengths) <= LONGEST_OUT_S
+
+
+def test_a_group_waits_for_a_catch_up_to_end_only_with_every_copy_on_disk() -> None:
+    """A replica of a group catches up within about the rule's quiet, so a step waiting for
+    the end of a catch-up (`caught-up`) is drawn only where the rule asks no quiet (every
+    copy on disk), armed as the replica comes back; every schedule keeps the rule."""
+    on_disk = Durability("WRITE_NO_SYNC", "SYNC", "SIMPLE_MAJORITY", True)
+    found: Counter[tuple[bool, str]] = Counter()
+    for seed in range(80):
+        spec = seed_spec(GROUP, seed)
+        if seed % 2:
+            spec = replace(spec, durability=on_disk)
+        schedule, _ = pattern_schedule(spec, random.Random(seed), {"rejoin-then-master-fault": 1e3})
+        windows = windows_of(schedule)
+        for w in windows:
+            if w.when is not None:
+                found[(spec.durability == on_disk, w.when)] += 1
+            if w.when == "caught-up":
+                away = next(a for a in windows if a.target == "@replica:1")
+                assert w.start_s == away.end_s
+        assert rule_problem(spec.with_schedule(schedule)) is None
+    assert found[(False, "caught-up")] == 0 and found[(True, "caught-up")] >= 5, found
+    assert found[(False, "catchup")] >= 5 and found[(True, "catchup")] >= 5, found
