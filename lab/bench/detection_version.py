@@ -43,6 +43,7 @@ GENERATOR_SOURCES: tuple[str, ...] = (
     "lab/campaign/random_*.py",
     "lab/campaign/pattern*.py",
     "faults/triggers.py",  # when a step that waits for the cluster strikes
+    "lab/ground/faultops.py",  # what a step may wait for, how far behind is catching up
     "lab/judge/bounds.py",  # the judged lease a master cut off is measured against
 )
 
