@@ -59,18 +59,21 @@ def _ha(group: LocalGroup, name: str) -> dict[str, Any]:
     return dict(body)
 
 
-def _promote(group: LocalGroup, name: str, timeout_s: float = 20.0) -> tuple[int, Any]:
+def _promote(group: LocalGroup, name: str) -> tuple[int, Any]:
     """Ask `name` to become the primary, as a cluster manager does. A broker answers
     `joining` from the moment its management listens, while it still recovers its store; a
     promotion then is refused as not up yet, and the manager asks again. Every other
     answer (granted, or refused for a reason of HA) is returned at once."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        status, body = group.request(name, "POST", {"action": "promote"}, what="ha")
-        starting = status == 422 and "not up yet" in str((body or {}).get("errorMessage"))
-        if not starting or time.monotonic() >= deadline:
-            return status, body
-        time.sleep(0.1)
+
+    def starting(reply: tuple[int, Any]) -> bool:
+        status, body = reply
+        return status == 422 and "not up yet" in str((body or {}).get("errorMessage"))
+
+    return until(
+        lambda: group.request(name, "POST", {"action": "promote"}, what="ha"),
+        lambda reply: not starting(reply),
+        timeout_s=20.0,
+    )
 
 
 def _status_of(group: LocalGroup, name: str) -> str:
