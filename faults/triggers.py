@@ -52,9 +52,14 @@ def _masters(seen: Seen) -> set[str]:
 def _behind(seen: Seen) -> set[str]:
     """The nodes out or catching up now: down or out of the group, an active-passive broker
     joining or in catch-up, a replica LAG_TXNS or more behind the one master."""
-    masters = _masters(seen)
-    ahead = seen[next(iter(masters))].txid if len(masters) == 1 else None
+    ahead = _master_txid(seen)
     return {name for name, s in seen.items() if _lagging(s, ahead)}
+
+
+def _master_txid(seen: Seen) -> int | None:
+    """The one master's last transaction id (None without exactly one master, or unknown)."""
+    masters = _masters(seen)
+    return seen[next(iter(masters))].txid if len(masters) == 1 else None
 
 
 def _lagging(s: _Node, ahead: int | None) -> bool:
@@ -72,25 +77,19 @@ def _caught_up(seen: Seen, name: str) -> bool:
     s = seen.get(name, _Node(None))
     if s.ha is not None:
         return s.ha == "ready"
-    masters = _masters(seen)
-    if s.role != REPLICA or s.txid is None or len(masters) != 1:
+    ahead = _master_txid(seen)
+    if s.role != REPLICA or s.txid is None or ahead is None:
         return False
-    ahead = seen[next(iter(masters))].txid
-    return ahead is not None and ahead - s.txid < LAG_TXNS
+    return ahead - s.txid < LAG_TXNS
 
 
 def _catching_up(seen: Seen) -> bool:
     if any(s.ha == "catchup" for s in seen.values()):
         return True
-    masters = _masters(seen)
-    if len(masters) != 1:
-        return False
-    (master,) = masters
-    ahead = seen[master].txid
+    ahead = _master_txid(seen)
     return ahead is not None and any(
         s.role == REPLICA and s.txid is not None and ahead - s.txid >= LAG_TXNS
-        for n, s in seen.items()
-        if n != master
+        for s in seen.values()
     )
 
 

@@ -29,9 +29,9 @@ too: a pair has no majority without both nodes, so its primary's paths — going
 its replica has failed or cannot be reached, waiting for it while it is in contact — run
 only there. Four in ten drawn runs are pairs: settings are drawn only for runs made of
 patterns, one way of the guide's four, so at one in five a 10-minute campaign could end
-without a single pair. `random`'s rule keeps one node out at a time there as well, and the promise
-holds: the designated primary acknowledges alone only what it then writes out within the
-quiet before the next fault, and the other node never makes itself master.
+without a single pair. `random`'s rule keeps one node out at a time there as well, and the
+promise holds: the designated primary acknowledges alone only what it then writes out within
+the quiet before the next fault, and the other node never makes itself master.
 A commit's wait for its replicas is drawn within a master's lease, past it, and shorter than
 a round trip over slowed node links (what `random`'s lag allows: up to two thirds of the
 election timeout each way): under lag, commits then give up while their master keeps its
