@@ -1,11 +1,12 @@
 """The patterns of scenarios.random_patterns for an active-passive cluster (the C++ broker's
-design, with its cluster manager): the primary crashed under lag or while a backup catches up,
-the new primary hit again, a hung primary, failover with the manager away, the clients' address
-cut at failover."""
+design, with its cluster manager): the primary crashed under lag or while a backup catches up
+(perhaps a backup whose stall the manager did not see), the new primary hit again, a hung
+primary, failover with the manager away, the clients' address cut at failover."""
 
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 from lab.ground.spec import RunSpec
 from lab.ground.topology import node_link
@@ -19,6 +20,7 @@ from scenarios.random_pattern_steps import (
     has,
     lagged,
     out_s,
+    past_s,
     quiet,
 )
 from scenarios.random_vocabulary import MANAGER, VIP
@@ -26,6 +28,7 @@ from scenarios.random_vocabulary import MANAGER, VIP
 __all__ = ["AP_PATTERNS"]
 
 FIRST_IN_LINE = 0.75  # how often a backup set catching up is the first by name
+UNSEEN = 0.5  # how often a frozen backup's stall is hidden from the cluster manager
 
 
 def _next_in_line(spec: RunSpec, rng: random.Random) -> str:
@@ -51,10 +54,13 @@ def _backup_catchup_then_primary_crash(spec: RunSpec, rng: random.Random, at: fl
     the rule asks between two brokers taken out, and the primary dies beside ready backups
     only. The backup is mostly the one a manager choosing by name would look at first
     (`_next_in_line`), so that a promotion that takes a backup in catch-up for a ready one
-    has the chance to."""
+    has the chance to. A frozen backup's stall may go unseen by the manager
+    (`_unseen_stall`)."""
     backup = _next_in_line(spec, rng)
     start = at + uniform(rng, 0.5, 1.5)
     away = Step("kill" if rng.random() < 0.7 else "pause", backup, start, out_s(spec, rng))
+    unseen = _unseen_stall(spec, rng, away)
+    away = unseen[0] if unseen else away
     moment = catch_up_moment(spec, rng)
     kill = Step(
         "kill",
@@ -65,14 +71,31 @@ def _backup_catchup_then_primary_crash(spec: RunSpec, rng: random.Random, at: fl
         within_s=moment.within_s,
     )
     if not has(spec, "node bandwidth"):
-        return lagged(spec, rng, at, [away, kill], chance=0.8)
+        return lagged(spec, rng, at, [away, kill, *unseen[1:]], chance=0.8)
     rate = {"rate_kbs": rng.randint(*NARROW_KBS)}
     # Until after the kill; or, waiting for the catch-up's end, until just after the kill is
     # armed (a load heavier than the narrow link would keep the backup catching up for good).
     last = kill.end_s if moment.when == "catchup" else kill.start_s
     until = round(last - at + uniform(rng, 0.1, 0.5), 3)
     links = (node_link("@master", backup), node_link(backup, "@master"))
-    return [*(Step("bandwidth", link, at, until, dict(rate)) for link in links), away, kill]
+    narrow = [Step("bandwidth", link, at, until, dict(rate)) for link in links]
+    return [*narrow, away, kill, *unseen[1:]]
+
+
+def _unseen_stall(spec: RunSpec, rng: random.Random, away: Step) -> list[Step]:
+    """A frozen backup (a full GC, a stalled host) whose stall the cluster manager does not
+    see (UNSEEN of them, where a manager runs): the backup frozen past the two link
+    heartbeats after which its primary drops it, and the manager frozen from a moment before
+    until a moment after it, so that it neither fences the backup nor sees it answer late.
+    When both wake, the primary has dropped a backup the manager never saw fail: two views
+    of the cluster that disagree (the backup is the one to say it no longer counts). The
+    backup's pause, then the manager's; [] when not drawn."""
+    if away.fault != "pause" or not has(spec, "manager pause") or rng.random() >= UNSEEN:
+        return []
+    stall = replace(away, length_s=past_s(spec, rng, "link heartbeat x2"))
+    before = uniform(rng, 0.05, 0.3)
+    blind = round(before + stall.length_s + uniform(rng, 0.2, 0.8), 3)
+    return [stall, Step("pause", MANAGER, round(stall.start_s - before, 3), blind)]
 
 
 def _new_primary_hit(spec: RunSpec, rng: random.Random, at: float) -> list[Step]:

@@ -23,6 +23,7 @@ from scenarios.random_pattern_steps import (
 __all__ = ["GROUP_PATTERNS"]
 
 PAST_LEASE = 0.5  # master-cut-off: how often the cut outlasts the judged lease
+AT_RETURN = 0.5  # new-master-hit: how often the new master is hit at the old one's return
 
 
 def _master_cut_off(spec: RunSpec, rng: random.Random, at: float) -> list[Step]:
@@ -50,11 +51,27 @@ def _master_crash_under_lag(spec: RunSpec, rng: random.Random, at: float) -> lis
 
 def _new_master_hit(spec: RunSpec, rng: random.Random, at: float) -> list[Step]:
     """CrashTuner's hand-over: the master killed (or cut off), and the master the group
-    elects next hit again as soon as the rule allows, while it is new."""
+    elects next hit again as soon as the rule allows, while it is new; or (AT_RETURN of the
+    time) when the old master, back from its cut (with what it took from its clients while
+    it was cut off) or from its crash, is catching up or has just caught up
+    (`catch_up_moment`). The election that follows then runs among nodes whose logs differ:
+    a returning master's unreplicated suffix against the transactions the group committed
+    without it."""
     first_kind = rng.choice(("kill", "isolate"))
     first = Step(first_kind, "@master", at, out_s(spec, rng, "election timeout", "election x2"))
     second_kind = rng.choice(("kill", "isolate", "pause"))
-    second = Step(second_kind, "@master", first.end_s + quiet(spec, rng), out_s(spec, rng))
+    if rng.random() < AT_RETURN:
+        moment = catch_up_moment(spec, rng)
+        second = Step(
+            second_kind,
+            "@master",
+            first.end_s + moment.gap_s,
+            out_s(spec, rng),
+            when=moment.when,
+            within_s=moment.within_s,
+        )
+    else:
+        second = Step(second_kind, "@master", first.end_s + quiet(spec, rng), out_s(spec, rng))
     return lagged(spec, rng, at, [first, second], chance=0.5)
 
 

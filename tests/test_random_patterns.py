@@ -23,6 +23,7 @@ from scenarios.random_pattern_steps import LONGEST_OUT_S
 from scenarios.random_patterns import PATTERNS, pattern_schedule, patterns_for
 from scenarios.random_rule import CRASH_LEAD_S, rule_problem
 from scenarios.random_timeouts import FACTORS, timeouts_of, window_s
+from scenarios.random_vocabulary import MANAGER
 
 GROUP = Cell("random", "broker_ref", "process", "replicated-group")
 AP = Cell("random", "broker_ref", "process", "active-passive")
@@ -151,7 +152,7 @@ def test_a_backup_taken_out_catches_up_behind_a_narrow_link_when_the_primary_die
         if names[:1] != (name,):
             continue
         windows = windows_of(schedule)
-        away = next(w for w in windows if w.fault in ("kill", "pause") and w.target != "@master")
+        away = next(w for w in windows if w.fault in ("kill", "pause") and _backup(w.target))
         primary = next(w for w in windows if w.fault == "kill" and w.target == "@master")
         narrow = [w for w in windows if w.fault == "bandwidth" and w.start_s <= away.start_s]
         assert {w.target for w in narrow} == {
@@ -171,6 +172,80 @@ def test_a_backup_taken_out_catches_up_behind_a_narrow_link_when_the_primary_die
     assert seen >= 20 and min(moments[m] for m in ("catchup", "caught-up")) >= 5, moments
     # Mostly the backup a manager going through its brokers by name would look at first.
     assert first_in_line >= seen * 0.7, (first_in_line, seen)
+
+
+def _backup(target: str) -> bool:
+    return target.startswith("@replica:")
+
+
+def test_a_frozen_backups_stall_is_sometimes_hidden_from_the_cluster_manager() -> None:
+    """Some of the backups the catch-up pattern freezes are frozen past the two link
+    heartbeats after which their primary drops them, while the cluster manager is frozen from
+    a moment before until a moment after (it neither fences the backup nor sees it answer
+    late); the manager is back before the primary is killed; every schedule keeps the
+    rule. Without a manager (brokers that activate themselves) nothing is hidden."""
+    name = "backup-catchup-then-primary-crash"
+    heartbeats = next(
+        t.seconds for t in timeouts_of(seed_spec(AP, 1)) if t.name == "link heartbeat x2"
+    )
+    hidden = frozen = 0
+    for seed in range(80):
+        spec = seed_spec(AP, seed)
+        schedule, names = pattern_schedule(spec, random.Random(seed), {name: 1000.0})
+        assert rule_problem(spec.with_schedule(schedule)) is None
+        if names[:1] != (name,):
+            continue
+        windows = windows_of(schedule)
+        away = next(w for w in windows if w.fault in ("kill", "pause") and _backup(w.target))
+        primary = next(w for w in windows if w.fault == "kill" and w.target == "@master")
+        blind = [w for w in windows if w.target == MANAGER and w.start_s < primary.start_s]
+        frozen += away.fault == "pause"
+        if not blind:
+            continue
+        assert away.fault == "pause" and [w.fault for w in blind] == ["pause"]
+        assert away.end_s is not None and blind[0].end_s is not None
+        assert heartbeats < away.end_s - away.start_s <= LONGEST_OUT_S
+        assert blind[0].start_s < away.start_s and away.end_s < blind[0].end_s < primary.start_s
+        hidden += 1
+    assert frozen >= 8 and frozen * 0.25 <= hidden < frozen, (hidden, frozen)
+    self_activated = seed_spec(AP, 1)
+    self_activated = replace(
+        self_activated,
+        group=replace(
+            self_activated.group,
+            active_passive=self_activated.group.active_passive.with_changes(activation="self"),
+        ),
+    )
+    for seed in range(20):
+        schedule, _ = pattern_schedule(self_activated, random.Random(seed), {name: 1000.0})
+        assert all(w.target != MANAGER for w in windows_of(schedule))
+
+
+def test_a_new_master_is_hit_in_its_first_seconds_or_at_the_old_masters_return() -> None:
+    """The master the group elects after the first is hit either as soon as the rule allows
+    (no trigger) or while the old master, back, catches up (`catchup`, after the quiet) or
+    the moment it has caught up (`caught-up`, only with every copy on disk, armed as it
+    comes back); every schedule keeps the rule."""
+    name = "new-master-hit"
+    on_disk = Durability("SYNC", "SYNC", "SIMPLE_MAJORITY", False)
+    seen: Counter[tuple[bool, str | None]] = Counter()
+    for seed in range(80):
+        spec = seed_spec(GROUP, seed)
+        if seed % 2:
+            spec = replace(spec, durability=on_disk)
+        schedule, names = pattern_schedule(spec, random.Random(seed), {name: 1000.0})
+        assert rule_problem(spec.with_schedule(schedule)) is None
+        if names[:1] != (name,):
+            continue
+        hits = [w for w in windows_of(schedule) if w.target == "@master"]
+        first, second = hits[0], hits[1]
+        assert first.end_s is not None and second.start_s >= first.end_s
+        seen[(spec.durability == on_disk, second.when)] += 1
+        if second.when == "caught-up":
+            assert second.start_s == first.end_s
+    assert seen[(False, "caught-up")] == 0, seen
+    for key in ((False, None), (False, "catchup"), (True, None), (True, "caught-up")):
+        assert seen[key] >= 3, seen
 
 
 def test_a_rolling_restart_takes_every_replica_out_in_turn_then_hits_the_master() -> None:
