@@ -44,6 +44,7 @@ __all__ = [
     "isolate_links",
     "one_way_streams",
     "partition_sides",
+    "set_node_links",
 ]
 
 
@@ -83,6 +84,11 @@ def _set_links(cluster: object, kind: str, links: tuple[str, ...], enabled: bool
         linked.set_link(link, enabled)
 
 
+def set_node_links(cluster: object, kind: str, node: str, enabled: bool) -> None:
+    """Cut (or restore) every link between `node` and the other nodes: an isolation."""
+    _set_links(cluster, kind, isolate_links(node, as_roled(cluster, kind).node_names), enabled)
+
+
 class Partition:
     kind = "partition"
 
@@ -105,14 +111,11 @@ class Isolate:
     def preflight(self, cluster: object, op: FaultOp) -> None:
         as_linked(cluster, self.kind).check_peer_links("cut")
 
-    def _links(self, cluster: object, op: FaultOp) -> tuple[str, ...]:
-        return isolate_links(op.target, as_roled(cluster, self.kind).node_names)
-
     def apply(self, cluster: object, op: FaultOp) -> None:
-        _set_links(cluster, self.kind, self._links(cluster, op), False)
+        set_node_links(cluster, self.kind, op.target, False)
 
     def heal(self, cluster: object, op: FaultOp) -> None:
-        _set_links(cluster, self.kind, self._links(cluster, op), True)
+        set_node_links(cluster, self.kind, op.target, True)
 
 
 @runtime_checkable

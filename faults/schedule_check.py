@@ -173,6 +173,9 @@ def check_schedule(
             problem = _target_problem(op, nodes, managed, manager) or membership.problem(op)
             if problem is not None:
                 raise UsageError(f"{where}: target: {problem}")
+            problem = _kill_params_problem(op)
+            if problem is not None:
+                raise UsageError(f"{where}: params: {problem}")
             started[op.id] = op
         else:
             start = started.get(op.id)
@@ -190,6 +193,21 @@ def check_schedule(
                 raise UsageError(f"{where}: {problem}")
             stopped[op.id] = op
     _check_links_one_at_a_time(started, stopped, duration_s)
+
+
+def _kill_params_problem(op: FaultOp) -> str | None:
+    """A kill takes one parameter, `host` (true: the node dies as its host does, its links
+    cut first), and not on the cluster manager, which has no links of its own."""
+    if op.fault != "kill" or not op.params:
+        return None
+    extra = sorted(set(op.params) - {"host"})
+    if extra:
+        return f"kill takes only host (true or false), not {', '.join(extra)}"
+    if not isinstance(op.params["host"], bool):
+        return f"host is true or false, not {op.params['host']!r}"
+    if op.params["host"] and op.target == MANAGER:
+        return "host: the cluster manager has no node links to cut"
+    return None
 
 
 def _trigger_problem(start: FaultOp, stop: FaultOp) -> str | None:

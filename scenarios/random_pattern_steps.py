@@ -5,9 +5,10 @@ master, a master crashing as a host does, how long a node stays out against the 
 timeouts, the quiet the rule asks between two nodes taken out.
 
     Step, Pattern, Plan       the values
-    lag, lagged, crash        replicas trailing; a plan under lag; a master's crash
+    lag, lagged               replicas trailing; a plan under lag
+    crash, master_hit         a master's crash (perhaps its host's); the master hit at a moment
     out_s, past_s, quiet      lengths drawn against the run's timeouts and `random`'s rule
-    catch_up_moment           when a step that waits for a catch-up strikes: during, or at its end
+    catch_up_moment, Moment   when a step that waits for a catch-up strikes: during, or at its end
     has, can_cut              what the run's target and backend can apply
 """
 
@@ -21,7 +22,7 @@ from lab.ground.spec import RunSpec
 from lab.ground.topology import node_link
 from scenarios.base import uniform
 from scenarios.random_faults import SHORTEST_S, kills_keep_copies
-from scenarios.random_rule import AP_QUIET_S, CRASH_LEAD_S, QUIET_S
+from scenarios.random_rule import AP_QUIET_S, QUIET_S
 from scenarios.random_timeouts import timeouts_of, window_s
 from scenarios.random_vocabulary import (
     AP_LIGHT,
@@ -29,6 +30,7 @@ from scenarios.random_vocabulary import (
     GROUP_OUT,
     available,
     below_election_timeout_ms,
+    can_cut,
     inside_link_heartbeat_ms,
 )
 
@@ -44,13 +46,14 @@ __all__ = [
     "has",
     "lag",
     "lagged",
+    "master_hit",
     "out_s",
     "past_s",
     "quiet",
 ]
 
 LONGEST_OUT_S = 8.0  # no node is out longer than this in a pattern
-HOST_CRASH = 0.8  # a master killed under lag dies as a host does: what it had in flight is lost
+HOST_CRASH = 0.8  # a master crashed dies as its host does: what it had in flight is lost
 STRAGGLER = 0.7  # lag on one replica's links alone (the replicas then differ), not on all
 NARROW_KBS = (128, 256)  # a narrow node link's rate (KB/s): the stream flows, a backlog lasts
 PAST = (1.15, 1.6)  # a window past a timeout: this many times it (a busy machine's lateness)
@@ -106,6 +109,26 @@ class Moment:
     within_s: float
     gap_s: float
 
+    def step(
+        self,
+        fault: str,
+        target: str,
+        back_s: float,
+        length_s: float,
+        params: dict[str, int | float | str | bool] | None = None,
+    ) -> Step:
+        """`fault` on `target`, armed `gap_s` after `back_s` (when the node it waits for is
+        back) to strike at this moment, healed `length_s` after it struck."""
+        return Step(
+            fault,
+            target,
+            back_s + self.gap_s,
+            length_s,
+            dict(params or {}),
+            when=self.when,
+            within_s=self.within_s,
+        )
+
 
 def catch_up_moment(spec: RunSpec, rng: random.Random) -> Moment:
     """A step that hits at a catch-up (CrashTuner's moments of hand-over): while a replica or
@@ -154,20 +177,29 @@ def _lagging_links(spec: RunSpec, rng: random.Random) -> list[str]:
     return [node_link(a, b) for a in nodes for b in nodes if a != b]
 
 
-def crash(spec: RunSpec, rng: random.Random, at: float, length: float) -> list[Step]:
-    """The master killed at `at` for `length`; mostly (HOST_CRASH) as a host's crash: its node
-    links cut from a moment before until it is back, so that what it had in flight to its
-    replicas (a slowed link's backlog in the proxies) dies with it instead of reaching them
-    after its death (random_rule.CRASH_LEAD_S: the rule counts the two as one node out)."""
-    kill = Step("kill", "@master", at, length)
-    if not has(spec, "node latency") or not can_cut(spec) or rng.random() >= HOST_CRASH:
-        return [kill]
-    lead = CRASH_LEAD_S
-    return [Step("isolate", "@master", round(at - lead, 3), round(length + lead, 3)), kill]
+def crash(
+    spec: RunSpec, rng: random.Random, at: float, length: float, moment: Moment | None = None
+) -> Step:
+    """The master killed at `at` for `length` (with a `moment`: armed at `at` and its gap, it
+    strikes whichever node is master at that moment); mostly (HOST_CRASH) as a host's crash
+    (`host: true`): its node links cut as it dies and until it is back, so that what it had
+    in flight to its replicas (a slowed link's backlog in the proxies) dies with it instead
+    of reaching them after its death, as a crashed host's unsent data does."""
+    host = has(spec, "node latency") and can_cut(spec) and rng.random() < HOST_CRASH
+    params: dict[str, int | float | str | bool] = {"host": True} if host else {}
+    if moment is None:
+        return Step("kill", "@master", at, length, params)
+    return moment.step("kill", "@master", at, length, params)
 
 
-def can_cut(spec: RunSpec) -> bool:
-    return any(k.name == "isolate" for k in available(spec, GROUP_OUT))
+def master_hit(
+    spec: RunSpec, rng: random.Random, fault: str, back_s: float, length: float, moment: Moment
+) -> Step:
+    """The master hit by `fault` at `moment`, armed after `back_s` (`Moment.step`); a kill is
+    a crash, mostly its host's (`crash`)."""
+    if fault == "kill":
+        return crash(spec, rng, back_s, length, moment)
+    return moment.step(fault, "@master", back_s, length)
 
 
 def out_s(spec: RunSpec, rng: random.Random, *names: str) -> float:

@@ -43,12 +43,13 @@ def _next_in_line(spec: RunSpec, rng: random.Random) -> str:
 def _primary_crash_under_lag(spec: RunSpec, rng: random.Random, at: float) -> list[Step]:
     """Lag then crash: the backups trail the primary (slow or narrow links) when it dies."""
     start = at + uniform(rng, 1.0, 3.0)
-    return lagged(spec, rng, at, crash(spec, rng, start, out_s(spec, rng)), chance=0.9)
+    return lagged(spec, rng, at, [crash(spec, rng, start, out_s(spec, rng))], chance=0.9)
 
 
 def _backup_catchup_then_primary_crash(spec: RunSpec, rng: random.Random, at: float) -> list[Step]:
     """A backup killed (or frozen) and brought back behind a narrow link from the primary, so
-    that its catch-up lasts, and the primary killed as soon as the rule allows: while that
+    that its catch-up lasts, and the primary crashed (mostly as its host: what the narrow link
+    still held for the backup is lost with it) as soon as the rule allows: while that
     backup may still be catching up, or (`catch_up_moment`) the moment it calls itself
     ready. Without a narrow link the catch-up of a few megabytes ends well within the quiet
     the rule asks between two brokers taken out, and the primary dies beside ready backups
@@ -62,14 +63,7 @@ def _backup_catchup_then_primary_crash(spec: RunSpec, rng: random.Random, at: fl
     unseen = _unseen_stall(spec, rng, away)
     away = unseen[0] if unseen else away
     moment = catch_up_moment(spec, rng)
-    kill = Step(
-        "kill",
-        "@master",
-        away.end_s + moment.gap_s,
-        out_s(spec, rng),
-        when=moment.when,
-        within_s=moment.within_s,
-    )
+    kill = crash(spec, rng, away.end_s, out_s(spec, rng), moment)
     if not has(spec, "node bandwidth"):
         return lagged(spec, rng, at, [away, kill, *unseen[1:]], chance=0.8)
     rate = {"rate_kbs": rng.randint(*NARROW_KBS)}

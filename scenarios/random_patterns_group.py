@@ -9,12 +9,14 @@ import random
 from lab.ground.spec import RunSpec
 from scenarios.base import uniform
 from scenarios.random_pattern_steps import (
+    Moment,
     Pattern,
     Step,
     catch_up_moment,
     crash,
     has,
     lagged,
+    master_hit,
     out_s,
     past_s,
     quiet,
@@ -44,9 +46,9 @@ def _master_crash_under_lag(spec: RunSpec, rng: random.Random, at: float) -> lis
     """Lag then crash: the replicas trail the master when it is killed (restarted later)."""
     start = at + uniform(rng, 0.8, 2.0)
     if has(spec, "node latency") and rng.random() < 0.5:  # when a replica trails, under lag
-        kill = Step("kill", "@master", start, out_s(spec, rng), when="catchup", within_s=3.0)
+        kill = crash(spec, rng, start, out_s(spec, rng), Moment("catchup", 3.0, 0.0))
         return lagged(spec, rng, at, [kill], chance=1.0)
-    return lagged(spec, rng, at, crash(spec, rng, start, out_s(spec, rng)), chance=0.9)
+    return lagged(spec, rng, at, [crash(spec, rng, start, out_s(spec, rng))], chance=0.9)
 
 
 def _new_master_hit(spec: RunSpec, rng: random.Random, at: float) -> list[Step]:
@@ -62,14 +64,7 @@ def _new_master_hit(spec: RunSpec, rng: random.Random, at: float) -> list[Step]:
     second_kind = rng.choice(("kill", "isolate", "pause"))
     if rng.random() < AT_RETURN:
         moment = catch_up_moment(spec, rng)
-        second = Step(
-            second_kind,
-            "@master",
-            first.end_s + moment.gap_s,
-            out_s(spec, rng),
-            when=moment.when,
-            within_s=moment.within_s,
-        )
+        second = master_hit(spec, rng, second_kind, first.end_s, out_s(spec, rng), moment)
     else:
         second = Step(second_kind, "@master", first.end_s + quiet(spec, rng), out_s(spec, rng))
     return lagged(spec, rng, at, [first, second], chance=0.5)
@@ -83,14 +78,7 @@ def _rejoin_then_master_fault(spec: RunSpec, rng: random.Random, at: float) -> l
     hit = rng.choice(("kill", "isolate"))
     # As soon as the rule allows: the moment a replica is seen trailing, or caught up again.
     moment = catch_up_moment(spec, rng)
-    back = Step(
-        hit,
-        "@master",
-        away.end_s + moment.gap_s,
-        out_s(spec, rng),
-        when=moment.when,
-        within_s=moment.within_s,
-    )
+    back = master_hit(spec, rng, hit, away.end_s, out_s(spec, rng), moment)
     return lagged(spec, rng, at, [away, back], chance=0.4)
 
 
@@ -144,18 +132,14 @@ def _rolling_restart(spec: RunSpec, rng: random.Random, at: float) -> list[Step]
     steps: list[Step] = []
     start = at + uniform(rng, 0.5, 1.5)
     moment = catch_up_moment(spec, rng)
-    for i, replica in enumerate(replicas, 1):
-        away = Step("kill", replica, start, out_s(spec, rng, "election x2", "replica timeout"))
-        steps.append(away)
-        start = away.end_s + (moment.gap_s if i == len(replicas) else quiet(spec, rng))
-    hit = Step(
-        rng.choice(("kill", "isolate")),
-        "@master",
-        start,
-        out_s(spec, rng),
-        when=moment.when,
-        within_s=moment.within_s,
-    )
+    for replica in replicas:
+        if steps:
+            start = steps[-1].end_s + quiet(spec, rng)
+        steps.append(
+            Step("kill", replica, start, out_s(spec, rng, "election x2", "replica timeout"))
+        )
+    hit_kind = rng.choice(("kill", "isolate"))
+    hit = master_hit(spec, rng, hit_kind, steps[-1].end_s, out_s(spec, rng), moment)
     return lagged(spec, rng, at, [*steps, hit], chance=0.6)
 
 

@@ -37,6 +37,7 @@ from scenarios.random_vocabulary import (
     Draw,
     available,
     below_election_timeout_ms,
+    can_cut,
     inside_link_heartbeat_ms,
 )
 
@@ -153,9 +154,17 @@ def _node_fault(
         fine = _HOST_FAULTS[op.fault](params)
         return (op.fault, Draw(op.fault, op.target, "out", _plain(params), nodes)) if fine else None
     out = ("kill", "pause") if ap else ("kill", "graceful_stop", "pause", "isolate")
-    if op.fault not in out or params or not _node_or_role(spec, op.target):
+    if op.fault not in out or not _node_or_role(spec, op.target):
+        return None
+    if params and not (op.fault == "kill" and _host_crash(spec, params)):
         return None
     return op.fault, Draw(op.fault, op.target, "out", nodes=nodes, split=op.fault == "isolate")
+
+
+def _host_crash(spec: RunSpec, params: Mapping[str, ParamValue]) -> bool:
+    """A kill as a host's crash (`host: true`: its links cut first) counts as the kill alone,
+    where the run's node links can be cut (the node is out either way)."""
+    return set(params) == {"host"} and params["host"] is True and can_cut(spec)
 
 
 def _signed(value: object, low: int, high: int) -> bool:

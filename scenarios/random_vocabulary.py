@@ -39,6 +39,7 @@ __all__ = [
     "Kind",
     "available",
     "below_election_timeout_ms",
+    "can_cut",
     "draw_kind",
     "inside_link_heartbeat_ms",
 ]
@@ -332,6 +333,11 @@ def available(spec: RunSpec, kinds: tuple[Kind, ...]) -> tuple[Kind, ...]:
         "manager": not spec.group.active_passive.self_activated,
     }
     return tuple(k for k in kinds if have[k.needs])
+
+
+def can_cut(spec: RunSpec) -> bool:
+    """Whether the run's node links can be cut (an `isolate` could be drawn in a group)."""
+    return any(k.name == "isolate" for k in available(spec, GROUP_OUT))
 
 
 def draw_kind(rng: random.Random, kinds: tuple[Kind, ...]) -> Kind:

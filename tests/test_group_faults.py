@@ -9,6 +9,7 @@ import pytest
 from faults.nemesis import Nemesis
 from faults.operator_faults import DesignatePrimary, QuorumOverride, SetPriority, TransferMaster
 from faults.partition_faults import Isolate, OneWayPartition, Partition
+from faults.process_faults import Kill
 from faults.selectors import resolve_name, resolve_op, split_sides
 from lab.ground.errors import ClusterError, UsageError
 from lab.ground.faultops import FaultOp
@@ -165,6 +166,38 @@ def test_isolate_cuts_all_links_of_one_node() -> None:
     assert sorted(cluster.enabled) == ["n1_to_n3", "n2_to_n3", "n3_to_n1", "n3_to_n2"]
     with pytest.raises(UsageError):
         Isolate().apply(cluster, _op("isolate", "n9"))
+
+
+class _Hosts(_Proxies):
+    """Nodes that can be killed and restarted, behind the fake proxies."""
+
+    def kill(self, name: str) -> None:
+        self.log.append(f"kill {name}")
+
+    def restart(self, name: str) -> None:
+        self.log.append(f"restart {name}")
+
+
+def test_a_kill_as_a_hosts_crash_cuts_the_nodes_links_first_and_restores_them_first() -> None:
+    cluster = _Hosts()
+    op = _op("kill", "n3", host=True)
+    Kill().preflight(cluster, op)
+    Kill().apply(cluster, op)
+    links = ["n1_to_n3", "n2_to_n3", "n3_to_n1", "n3_to_n2"]
+    assert sorted(cluster.log[:4]) == [f"disable {link}" for link in links]
+    assert cluster.log[4:] == ["kill n3"]
+    cluster.log.clear()
+    Kill().heal(cluster, op)
+    assert sorted(cluster.log[:4]) == [f"enable {link}" for link in links]
+    assert cluster.log[4:] == ["restart n3"]
+    assert all(cluster.enabled.values())
+    # a plain kill touches no link; without proxies on node links a host's crash is refused
+    plain = _Hosts()
+    Kill().apply(plain, _op("kill", "n1"))
+    assert plain.log == ["kill n1"]
+    with pytest.raises(UsageError, match="cannot be cut"):
+        Kill().preflight(_Hosts(peer_links=False), op)
+    Kill().preflight(_Hosts(peer_links=False), _op("kill", "n1"))
 
 
 def test_one_way_partition_blackholes_one_direction_of_each_link_across() -> None:

@@ -70,6 +70,28 @@ def test_cutting_the_master_off_elects_another_and_the_heal_makes_the_group_whol
     assert all(p.enabled for p in cluster.proxy_client().proxies().values())
 
 
+def test_a_kill_as_a_hosts_crash_cuts_the_masters_links_while_it_is_dead(
+    group: Callable[[int], ProcessCluster],
+) -> None:
+    """`kill` with `host: true` on the master: its proxies are disabled and its process
+    dead until the heal, which enables them and starts it; it comes back as a replica."""
+    cluster = group(3)
+    old = cluster.wait_ready()
+    proxies = cluster.proxy_client()
+    with Nemesis(cluster) as nemesis:
+        nemesis.apply(_op("start", "kill", "@master", host=True))
+        cut = {n for n, p in proxies.proxies().items() if not p.enabled}
+        assert cut == {f"{old}_to_{n}" for n in cluster.node_names if n != old} | {
+            f"{n}_to_{old}" for n in cluster.node_names if n != old
+        }
+        assert _until(lambda: any(m != old for m in _masters(cluster)))
+        assert cluster.roles()[old] is None  # dead, not merely cut off
+        nemesis.apply(_op("stop", "kill", old, host=True))
+    cluster.wait_ready(timeout_s=15.0)
+    assert all(p.enabled for p in proxies.proxies().values())
+    assert _until(lambda: cluster.roles()[old] == "REPLICA", timeout_s=15.0)
+
+
 def _view(cluster: ProcessCluster, node: str) -> dict[str, str]:
     """Each other node's role as `node` sees it (UNREACHABLE: nothing heard from it)."""
     return {r["name"]: r["role"] for r in cluster.management(node).remote_nodes()}

@@ -276,3 +276,29 @@ def test_a_hosts_crash_is_its_links_cut_a_moment_before_its_kill() -> None:
     ):
         said = rule_problem(_with(AP, isolation, crash[1]))
         assert said is not None and "f1" in said, said
+
+
+def test_a_kill_as_a_hosts_crash_counts_as_the_kill_where_links_can_be_cut() -> None:
+    """`kill` with `host: true` (its links cut first, in one step) is the same crash as the
+    pair above: the rule counts it as a kill wherever the run's node links can be cut, in
+    either design and whether it waits for a moment or not; nowhere else, and with no other
+    parameter."""
+    host = fault_window("kill", "@master", 4.0, 2.0, "f1", host=True)
+    assert rule_problem(_with(BASE, host)) is None
+    assert rule_problem(_with(AP, host)) is None
+    waits = (
+        FaultOp(4.0, "start", "kill", "@master", "f1", {"host": True}, "catchup", 2.0),
+        FaultOp(8.0, "stop", "kill", "@master", "f1", {"host": True}, after_s=2.0),
+    )
+    assert rule_problem(_with(AP, waits)) is None
+    # Broker-J's nodes on local processes dial each other with no proxy: no cut, no host crash
+    local_jvm = _random(1, where=("qpid-broker-j", "process"))
+    said = rule_problem(_with(local_jvm, host))
+    assert said is not None and "not a fault `random` draws" in said, said
+    for refused in (
+        fault_window("kill", "@master", 4.0, 2.0, "f1", host="yes"),
+        fault_window("kill", "@master", 4.0, 2.0, "f1", host=True, signal=9),
+        fault_window("pause", "@master", 4.0, 2.0, "f1", host=True),
+    ):
+        said = rule_problem(_with(BASE, refused))
+        assert said is not None and "not a fault `random` draws" in said, said

@@ -75,6 +75,29 @@ def test_each_refusal_names_the_fault_and_the_problem(
         check_schedule(ops, NODES, 12.0, managed=managed)
 
 
+def test_a_kill_as_a_hosts_crash_takes_host_true_or_false_and_never_on_the_manager() -> None:
+    def kill(target: str, **params: object) -> list[FaultOp]:
+        return [
+            FaultOp(1.0, "start", "kill", target, "f1", params=params),  # type: ignore[arg-type]
+            FaultOp(2.0, "stop", "kill", target, "f1", params=params),  # type: ignore[arg-type]
+        ]
+
+    check_schedule(kill("n1", host=True), NODES, 12.0)
+    check_schedule(kill("@master", host=False), NODES, 12.0)
+    check_schedule(kill("manager", host=False), NODES, 12.0, managed=True)
+    for params, said in (
+        ({"host": "yes"}, r"params: host is true or false, not 'yes'$"),
+        (
+            {"host": True, "signal": 9},
+            r"params: kill takes only host \(true or false\), not signal$",
+        ),
+    ):
+        with pytest.raises(UsageError, match=r"^fault f1 \(kill n1 at 1 s\): " + said):
+            check_schedule(kill("n1", **params), NODES, 12.0)
+    with pytest.raises(UsageError, match="the cluster manager has no node links to cut"):
+        check_schedule(kill("manager", host=True), NODES, 12.0, managed=True)
+
+
 def test_what_only_an_active_passive_cluster_accepts() -> None:
     for ops in (
         _window("restart_cluster", "cluster", 1.0, 2.0),
